@@ -1,0 +1,1192 @@
+/* api/jcs.c — RFC 8785 canonical JSON, the content digest, and the checks
+ * on raw JSON text that a json-c tree cannot answer (duplicate keys, values
+ * json-c changes while parsing). */
+#include "api/jcs.h"
+
+#include <json-c/json_object_iterator.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+/* ------------------------------------------------------------------ */
+/* Numbers (RFC 8785 3.2.2.3, ECMA-262 Number::toString)              */
+/* ------------------------------------------------------------------ */
+
+/* The digits of a positive finite double at one precision: digits[] holds
+ * p ASCII digits d1..dp (no point), the value being d1.d2..dp x 10^exp. */
+struct decimal {
+	char digits[20];
+	int p;
+	int exp;
+};
+
+/* Does the decimal d read back as exactly v? The string handed to strtod
+ * has no decimal point ("12345e-7"), so the check does not depend on the
+ * LC_NUMERIC locale. */
+static int
+decimal_is(const struct decimal *d, double v)
+{
+	char s[48];
+	int n;
+
+	n = snprintf(s, sizeof(s), "%.*se%d", d->p, d->digits, d->exp - (d->p - 1));
+	if (n < 0 || (size_t)n >= sizeof(s))
+		return 0;
+	return strtod(s, NULL) == v;
+}
+
+/* The next p-digit decimal above d (carrying into the exponent). */
+static void
+decimal_up(struct decimal *d)
+{
+	int i;
+
+	for (i = d->p - 1; i >= 0; i--) {
+		if (d->digits[i] != '9') {
+			d->digits[i]++;
+			return;
+		}
+		d->digits[i] = '0';
+	}
+	d->digits[0] = '1';
+	d->exp++;
+}
+
+/* The next p-digit decimal below d; below 1.00..0 x 10^e comes
+ * 9.99..9 x 10^(e-1). d must not be zero. */
+static void
+decimal_down(struct decimal *d)
+{
+	int i;
+
+	for (i = d->p - 1; i >= 0; i--) {
+		if (d->digits[i] != '0') {
+			d->digits[i]--;
+			break;
+		}
+		d->digits[i] = '9';
+	}
+	if (d->digits[0] == '0') {
+		memset(d->digits, '9', (size_t)d->p);
+		d->exp--;
+	}
+}
+
+/* Looks for a p-digit decimal (1 <= p <= 17) that reads back as v (positive,
+ * finite). printf's %e gives the nearest p-digit decimal; where v is a power
+ * of two its rounding interval is narrower below than above, so the nearest
+ * may miss while its neighbour on the other side hits, hence the two extra
+ * tries. Returns 1 and fills *d on success, 0 when no p-digit decimal fits. */
+static int
+decimal_at(double v, int p, struct decimal *d)
+{
+	char s[40];
+	struct decimal up, down;
+	const char *q;
+	int n, k = 0;
+
+	n = snprintf(s, sizeof(s), "%.*e", p - 1, v);
+	if (n < 0 || (size_t)n >= sizeof(s))
+		return 0;
+	/* The point is whatever the locale says; only digits and 'e' matter. */
+	for (q = s; *q != '\0' && *q != 'e'; q++)
+		if (*q >= '0' && *q <= '9' && k < p)
+			d->digits[k++] = *q;
+	if (*q != 'e' || k != p)
+		return 0;
+	d->digits[k] = '\0';
+	d->p = p;
+	d->exp = (int)strtol(q + 1, NULL, 10);
+	if (decimal_is(d, v))
+		return 1;
+	up = *d;
+	decimal_up(&up);
+	if (decimal_is(&up, v)) {
+		*d = up;
+		return 1;
+	}
+	down = *d;
+	decimal_down(&down);
+	if (decimal_is(&down, v)) {
+		*d = down;
+		return 1;
+	}
+	return 0;
+}
+
+/* The shortest decimal that reads back as v (positive, finite), and among
+ * those the nearest to v, as ECMA-262 asks. That some p-digit decimal fits
+ * is monotone in p (append a zero), so the least p is found by bisection;
+ * 17 digits always suffice for a double. */
+static void
+decimal_shortest(double v, struct decimal *d)
+{
+	int lo = 1, hi = 17;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+
+		if (decimal_at(v, mid, d))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	/* d holds the last probe, which need not be lo's; lo always fits. */
+	(void)decimal_at(v, lo, d);
+	while (d->p > 1 && d->digits[d->p - 1] == '0')
+		d->digits[--d->p] = '\0';
+}
+
+int
+api_jcs_number(double v, char out[32])
+{
+	struct decimal d;
+	size_t o = 0;
+	int k, n, i;
+
+	if (!isfinite(v))
+		return KI_EINVAL;
+	if (v == 0) {
+		/* Both zeros serialize as "0". */
+		out[0] = '0';
+		out[1] = '\0';
+		return 1;
+	}
+	if (v < 0) {
+		out[o++] = '-';
+		v = -v;
+	}
+	decimal_shortest(v, &d);
+	k = d.p;
+	n = d.exp + 1; /* the value is 0.d1..dk x 10^n */
+	if (k <= n && n <= 21) {
+		memcpy(out + o, d.digits, (size_t)k);
+		o += (size_t)k;
+		for (i = 0; i < n - k; i++)
+			out[o++] = '0';
+	} else if (0 < n && n <= 21) {
+		memcpy(out + o, d.digits, (size_t)n);
+		o += (size_t)n;
+		out[o++] = '.';
+		memcpy(out + o, d.digits + n, (size_t)(k - n));
+		o += (size_t)(k - n);
+	} else if (-6 < n && n <= 0) {
+		out[o++] = '0';
+		out[o++] = '.';
+		for (i = 0; i < -n; i++)
+			out[o++] = '0';
+		memcpy(out + o, d.digits, (size_t)k);
+		o += (size_t)k;
+	} else {
+		int e = n - 1, w;
+
+		out[o++] = d.digits[0];
+		if (k > 1) {
+			out[o++] = '.';
+			memcpy(out + o, d.digits + 1, (size_t)(k - 1));
+			o += (size_t)(k - 1);
+		}
+		w = snprintf(out + o, 32 - o, "e%c%d", e < 0 ? '-' : '+',
+		    e < 0 ? -e : e);
+		if (w < 0 || (size_t)w >= 32 - o)
+			return KI_EINVAL;
+		o += (size_t)w;
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
+/* ------------------------------------------------------------------ */
+/* Serialization                                                      */
+/* ------------------------------------------------------------------ */
+
+/* Decodes one UTF-8 sequence of s[*i..n) and advances *i. A malformed
+ * sequence yields U+FFFD for its first byte (keys made by json-c from
+ * validated text are never malformed; the ordering stays total anyway,
+ * see key_cmp). */
+static uint32_t
+utf8_next(const unsigned char *s, size_t n, size_t *i)
+{
+	uint32_t c = s[*i], min;
+	size_t len, k;
+
+	if (c < 0x80) {
+		(*i)++;
+		return c;
+	}
+	if (c >= 0xC2 && c <= 0xDF) {
+		len = 2;
+		c &= 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		len = 3;
+		c &= 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		len = 4;
+		c &= 0x07;
+		min = 0x10000;
+	} else {
+		goto bad;
+	}
+	if (n - *i < len)
+		goto bad;
+	for (k = 1; k < len; k++) {
+		if ((s[*i + k] & 0xC0) != 0x80)
+			goto bad;
+		c = (c << 6) | (s[*i + k] & 0x3F);
+	}
+	if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+		goto bad;
+	*i += len;
+	return c;
+bad:
+	(*i)++;
+	return 0xFFFD;
+}
+
+/* Yields the next UTF-16 code unit of a UTF-8 string; *low carries the
+ * second half of a surrogate pair between calls (0 when none). */
+static uint32_t
+utf16_next(const unsigned char *s, size_t n, size_t *i, uint32_t *low)
+{
+	uint32_t c;
+
+	if (*low != 0) {
+		c = *low;
+		*low = 0;
+		return c;
+	}
+	c = utf8_next(s, n, i);
+	if (c < 0x10000)
+		return c;
+	c -= 0x10000;
+	*low = 0xDC00 + (c & 0x3FF);
+	return 0xD800 + (c >> 10);
+}
+
+/* Orders two UTF-8 strings by their UTF-16 code units (RFC 8785 3.2.3).
+ * This differs from byte order: U+E000..U+FFFF sort after the characters
+ * above U+FFFF, whose units are surrogates (0xD800..0xDFFF). Strings with
+ * the same units (possible only for malformed UTF-8) fall back to bytes. */
+static int
+key_cmp(const char *a, size_t na, const char *b, size_t nb)
+{
+	const unsigned char *ua = (const unsigned char *)a;
+	const unsigned char *ub = (const unsigned char *)b;
+	size_t ia = 0, ib = 0;
+	uint32_t la = 0, lb = 0;
+	int r;
+
+	while ((ia < na || la != 0) && (ib < nb || lb != 0)) {
+		uint32_t ca, cb;
+
+		if (la == 0 && lb == 0 && ua[ia] < 0x80 && ua[ia] == ub[ib]) {
+			ia++;
+			ib++;
+			continue;
+		}
+		ca = utf16_next(ua, na, &ia, &la);
+		cb = utf16_next(ub, nb, &ib, &lb);
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+	if (ia < na || la != 0)
+		return 1;
+	if (ib < nb || lb != 0)
+		return -1;
+	r = memcmp(a, b, na < nb ? na : nb);
+	if (r != 0)
+		return r;
+	return na < nb ? -1 : na > nb;
+}
+
+struct member {
+	const char *key;
+	size_t klen;
+	struct json_object *val;
+};
+
+static int
+member_cmp(const void *pa, const void *pb)
+{
+	const struct member *a = pa, *b = pb;
+
+	return key_cmp(a->key, a->klen, b->key, b->klen);
+}
+
+static int jcs_value(struct json_object *o, ki_buf *out);
+
+/* Appends an object's members sorted by key. Returns 0, KI_EINVAL or
+ * KI_ENOMEM. */
+static int
+jcs_object(struct json_object *o, ki_buf *out)
+{
+	struct json_object_iterator it, end;
+	struct member *m = NULL;
+	size_t n, i;
+	int rc;
+
+	n = (size_t)json_object_object_length(o);
+	if (n == 0)
+		return ki_buf_puts(out, "{}");
+	m = calloc(n, sizeof(*m));
+	if (m == NULL) {
+		rc = KI_ENOMEM;
+		goto cleanup;
+	}
+	it = json_object_iter_begin(o);
+	end = json_object_iter_end(o);
+	for (i = 0; i < n && !json_object_iter_equal(&it, &end); i++) {
+		m[i].key = json_object_iter_peek_name(&it);
+		m[i].klen = strlen(m[i].key);
+		m[i].val = json_object_iter_peek_value(&it);
+		json_object_iter_next(&it);
+	}
+	n = i;
+	qsort(m, n, sizeof(*m), member_cmp);
+	rc = ki_buf_putc(out, '{');
+	for (i = 0; i < n && rc == KI_OK; i++) {
+		if (i > 0)
+			rc = ki_buf_putc(out, ',');
+		if (rc == KI_OK)
+			rc = ki_buf_json_string(out, m[i].key, m[i].klen);
+		if (rc == KI_OK)
+			rc = ki_buf_putc(out, ':');
+		if (rc == KI_OK)
+			rc = jcs_value(m[i].val, out);
+	}
+	if (rc == KI_OK)
+		rc = ki_buf_putc(out, '}');
+cleanup:
+	free(m);
+	return rc;
+}
+
+/* A json-c number as the double that JCS treats it as. json-c keeps an
+ * integer as int64, or as uint64 above INT64_MAX; json_object_get_uint64
+ * returns the value of either kind when it is not negative. */
+static double
+number_value(struct json_object *o)
+{
+	int64_t i;
+
+	if (json_object_get_type(o) == json_type_double)
+		return json_object_get_double(o);
+	i = json_object_get_int64(o);
+	if (i < 0)
+		return (double)i;
+	return (double)json_object_get_uint64(o);
+}
+
+/* Appends the canonical form of one value. Returns 0, KI_EINVAL or
+ * KI_ENOMEM. */
+static int
+jcs_value(struct json_object *o, ki_buf *out)
+{
+	char num[32];
+	size_t i, n;
+	int rc;
+
+	switch (json_object_get_type(o)) {
+	case json_type_null:
+		return ki_buf_puts(out, "null");
+	case json_type_boolean:
+		return ki_buf_puts(out, json_object_get_boolean(o) ? "true" : "false");
+	case json_type_double:
+	case json_type_int:
+		rc = api_jcs_number(number_value(o), num);
+		if (rc < 0)
+			return rc;
+		return ki_buf_append(out, num, (size_t)rc);
+	case json_type_string:
+		return ki_buf_json_string(out, json_object_get_string(o),
+		    (size_t)json_object_get_string_len(o));
+	case json_type_array:
+		n = json_object_array_length(o);
+		rc = ki_buf_putc(out, '[');
+		for (i = 0; i < n && rc == KI_OK; i++) {
+			if (i > 0)
+				rc = ki_buf_putc(out, ',');
+			if (rc == KI_OK)
+				rc = jcs_value(json_object_array_get_idx(o, i), out);
+		}
+		if (rc == KI_OK)
+			rc = ki_buf_putc(out, ']');
+		return rc;
+	case json_type_object:
+		return jcs_object(o, out);
+	}
+	return KI_EINVAL;
+}
+
+int
+api_jcs_serialize(struct json_object *o, ki_buf *out)
+{
+	return jcs_value(o, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Digests                                                            */
+/* ------------------------------------------------------------------ */
+
+/* p may be NULL when n is 0. Returns 0, or KI_ENOMEM when OpenSSL fails
+ * (for SHA-256 only an allocation or a missing provider can). */
+int
+api_sha256(const void *p, size_t n, uint8_t out[API_DIGEST_LEN])
+{
+	EVP_MD_CTX *ctx;
+	unsigned int len = 0;
+	int rc = KI_ENOMEM;
+
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL)
+		goto cleanup;
+	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+		goto cleanup;
+	if (n > 0 && EVP_DigestUpdate(ctx, p, n) != 1)
+		goto cleanup;
+	if (EVP_DigestFinal_ex(ctx, out, &len) != 1 || len != API_DIGEST_LEN)
+		goto cleanup;
+	rc = KI_OK;
+cleanup:
+	EVP_MD_CTX_free(ctx);
+	return rc;
+}
+
+/* The members of the digest, in their canonical (sorted) order. */
+static const char *const digest_members[] = { "apiVersion", "kind", "spec" };
+
+int
+api_digest(struct json_object *obj, uint8_t out[API_DIGEST_LEN], ki_buf *canon)
+{
+	struct json_object *v[3];
+	ki_buf local;
+	ki_buf *b;
+	size_t start, i;
+	int rc;
+
+	ki_buf_init(&local);
+	b = canon != NULL ? canon : &local;
+	start = b->len;
+	for (i = 0; i < 3; i++) {
+		if (!json_object_object_get_ex(obj, digest_members[i], &v[i])) {
+			rc = KI_EINVAL;
+			goto cleanup;
+		}
+	}
+	rc = ki_buf_putc(b, '{');
+	for (i = 0; i < 3 && rc == KI_OK; i++) {
+		if (i > 0)
+			rc = ki_buf_putc(b, ',');
+		if (rc == KI_OK)
+			rc = ki_buf_json_string(b, digest_members[i],
+			    strlen(digest_members[i]));
+		if (rc == KI_OK)
+			rc = ki_buf_putc(b, ':');
+		if (rc == KI_OK)
+			rc = jcs_value(v[i], b);
+	}
+	if (rc == KI_OK)
+		rc = ki_buf_putc(b, '}');
+	if (rc == KI_OK)
+		rc = api_sha256(b->data + start, b->len - start, out);
+cleanup:
+	if (rc != KI_OK && !b->oom && b->data != NULL) {
+		/* Leave the caller's buffer as it was. */
+		b->len = start;
+		b->data[start] = '\0';
+	}
+	ki_buf_free(&local);
+	return rc;
+}
+
+void
+api_digest_format(const uint8_t d[API_DIGEST_LEN],
+	char out[API_DIGEST_STRLEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	memcpy(out, "sha256:", 7);
+	for (i = 0; i < API_DIGEST_LEN; i++) {
+		out[7 + 2 * i] = hex[d[i] >> 4];
+		out[8 + 2 * i] = hex[d[i] & 15];
+	}
+	out[API_DIGEST_STRLEN] = '\0';
+}
+
+/* The value of a lowercase hex digit, or -1. */
+static int
+hex_lower(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+api_digest_parse(const char *s, size_t n, uint8_t out[API_DIGEST_LEN])
+{
+	uint8_t d[API_DIGEST_LEN];
+	size_t i;
+
+	if (s == NULL || n != API_DIGEST_STRLEN || memcmp(s, "sha256:", 7) != 0)
+		return KI_EINVAL;
+	for (i = 0; i < API_DIGEST_LEN; i++) {
+		int hi = hex_lower(s[7 + 2 * i]), lo = hex_lower(s[8 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			return KI_EINVAL;
+		d[i] = (uint8_t)(hi << 4 | lo);
+	}
+	memcpy(out, d, sizeof(d));
+	return KI_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Checks on raw text                                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A json-c tree hides some facts about the text it came from, so they are
+ * found by scanning the text itself, in one pass with a stack of open
+ * containers. The text is expected to be what json-c accepted in strict
+ * mode; anything else ends the scan with KI_EINVAL.
+ *
+ * Duplicate keys: json-c keeps the last of two equal keys and says
+ * nothing. Each object's keys are pushed on a key stack as they are read;
+ * when the object closes they are sorted (a stable merge sort, O(k log k)
+ * whatever the keys) and equal neighbours are duplicates. Of all duplicates
+ * the one whose second occurrence comes first in the text is reported, so
+ * nesting does not change the answer. Keys are compared as json-c stores
+ * them: escapes decoded, a lone surrogate escape as U+FFFD, and cut at the
+ * first U+0000 (json-c keeps keys as C strings). So "a" and "\u0061"
+ * collide, and so do "a\u0000b" and "a\u0000c", which json-c merges.
+ *
+ * Lossy text: what json-c 0.16 changes without an error (see
+ * api_json_find_lossy in api/jcs.h).
+ *
+ * Path notation: object keys joined by '.', array indexes in brackets
+ * ("items[2].metadata.name"; "[0].a" under a top-level array; "" for the
+ * top-level value itself). A key that is empty or has a byte other than
+ * ASCII letters, digits, '_' and '-' is written as a bracketed JSON string
+ * instead: metadata.labels["kernelindex.dev/x"].
+ */
+
+enum scan_mode { SCAN_DUPLICATE, SCAN_LOSSY };
+
+/* A decoded key: its bytes lie in the text (no escapes) or in the arena. */
+struct key_ref {
+	size_t off;
+	size_t len;     /* decoded length */
+	size_t cmp_len; /* up to the first NUL: what json-c keeps */
+	size_t pos;     /* offset of its opening quote in the text */
+	int in_arena;
+};
+
+struct frame {
+	int is_obj;
+	size_t index;       /* arrays: the element being read */
+	size_t base;        /* objects: its first entry on the key stack */
+	struct key_ref cur; /* objects: the key whose value is being read */
+};
+
+struct scan {
+	enum scan_mode mode;
+	const unsigned char *t;
+	size_t n;
+	size_t i;
+	struct frame *fr;
+	size_t nfr, capfr;
+	struct key_ref *keys, *tmp; /* the key stack and sort scratch */
+	size_t nkeys, capkeys, captmp;
+	ki_buf arena; /* decoded keys with escapes, scratch for numbers */
+	int found;
+	size_t found_pos; /* text offset of what was found */
+	const char *why;
+	ki_buf *path;
+	size_t path_start;
+};
+
+static const char *
+key_bytes(const struct scan *s, const struct key_ref *k)
+{
+	return k->in_arena ? s->arena.data + k->off : (const char *)s->t + k->off;
+}
+
+static int
+key_eq(const struct scan *s, const struct key_ref *a, const struct key_ref *b)
+{
+	return a->cmp_len == b->cmp_len &&
+	    memcmp(key_bytes(s, a), key_bytes(s, b), a->cmp_len) == 0;
+}
+
+/* Orders keys by the bytes json-c keeps. */
+static int
+ref_cmp(const struct scan *s, const struct key_ref *a, const struct key_ref *b)
+{
+	size_t m = a->cmp_len < b->cmp_len ? a->cmp_len : b->cmp_len;
+	int r = memcmp(key_bytes(s, a), key_bytes(s, b), m);
+
+	if (r != 0)
+		return r;
+	return a->cmp_len < b->cmp_len ? -1 : a->cmp_len > b->cmp_len;
+}
+
+/* Sorts k[0..n) stably (so equal keys stay in text order) with tmp[0..n)
+ * as scratch: a bottom-up merge sort. */
+static void
+refs_sort(const struct scan *s, struct key_ref *k, struct key_ref *tmp,
+	size_t n)
+{
+	struct key_ref *src = k, *dst = tmp, *sw;
+	size_t w, lo;
+
+	for (w = 1; w < n; w *= 2) {
+		for (lo = 0; lo < n; lo += 2 * w) {
+			size_t mid = n - lo > w ? lo + w : n;
+			size_t hi = n - mid > w ? mid + w : n;
+			size_t a = lo, b = mid, o = lo;
+
+			while (a < mid && b < hi) {
+				if (ref_cmp(s, &src[b], &src[a]) < 0)
+					dst[o++] = src[b++];
+				else
+					dst[o++] = src[a++];
+			}
+			while (a < mid)
+				dst[o++] = src[a++];
+			while (b < hi)
+				dst[o++] = src[b++];
+		}
+		sw = src;
+		src = dst;
+		dst = sw;
+	}
+	if (src != k)
+		memcpy(k, src, n * sizeof(*k));
+}
+
+/* Does a key read well in dotted notation? */
+static int
+key_is_plain(const char *k, size_t n)
+{
+	size_t i;
+
+	if (n == 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = k[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Appends one key to a path begun at p->len == start: ".key", "key" first,
+ * or ["key"] (see the notation above). Returns 0 or KI_ENOMEM. */
+static int
+path_key(ki_buf *p, size_t start, const char *k, size_t n)
+{
+	if (key_is_plain(k, n)) {
+		if (p->len > start && ki_buf_putc(p, '.') != KI_OK)
+			return KI_ENOMEM;
+		return ki_buf_append(p, k, n);
+	}
+	if (ki_buf_putc(p, '[') != KI_OK || ki_buf_json_string(p, k, n) != KI_OK)
+		return KI_ENOMEM;
+	return ki_buf_putc(p, ']');
+}
+
+/* Records a finding at text offset pos and rewrites the caller's path: the
+ * first nframes containers (each its current key or index), then last when
+ * non-NULL. Returns 0 or KI_ENOMEM. */
+static int
+scan_found(struct scan *s, size_t pos, const char *why, size_t nframes,
+	const struct key_ref *last)
+{
+	ki_buf *p = s->path;
+	size_t f;
+
+	s->found = 1;
+	s->found_pos = pos;
+	s->why = why;
+	if (p == NULL)
+		return KI_OK;
+	/* data stays non-NULL even for the empty path of the top level. */
+	if (ki_buf_reserve(p, 0) != KI_OK)
+		return KI_ENOMEM;
+	p->len = s->path_start;
+	if (p->data != NULL)
+		p->data[p->len] = '\0';
+	for (f = 0; f < nframes; f++) {
+		const struct frame *fr = &s->fr[f];
+		int rc;
+
+		if (fr->is_obj)
+			rc = path_key(p, s->path_start, key_bytes(s, &fr->cur),
+			    fr->cur.len);
+		else
+			rc = ki_buf_printf(p, "[%zu]", fr->index);
+		if (rc != KI_OK)
+			return KI_ENOMEM;
+	}
+	if (last != NULL)
+		return path_key(p, s->path_start, key_bytes(s, last), last->len);
+	return KI_OK;
+}
+
+/* Opens a container. Returns 0 or KI_ENOMEM. */
+static int
+scan_push(struct scan *s, int is_obj)
+{
+	struct frame *f;
+
+	if (s->nfr == s->capfr) {
+		size_t cap = s->capfr ? s->capfr * 2 : 16;
+
+		f = realloc(s->fr, cap * sizeof(*f));
+		if (f == NULL)
+			return KI_ENOMEM;
+		s->fr = f;
+		s->capfr = cap;
+	}
+	f = &s->fr[s->nfr++];
+	memset(f, 0, sizeof(*f));
+	f->is_obj = is_obj;
+	f->base = s->nkeys;
+	return KI_OK;
+}
+
+/* Closes the top object. In SCAN_DUPLICATE mode it looks for its
+ * duplicate keys and keeps the one seen earliest. Returns 0 or KI_ENOMEM. */
+static int
+scan_close_object(struct scan *s)
+{
+	struct frame *f = &s->fr[s->nfr - 1];
+	struct key_ref *k = s->keys + f->base;
+	size_t n = s->nkeys - f->base, i, best = 0;
+	int have = 0, rc = KI_OK;
+
+	if (s->mode == SCAN_DUPLICATE && n > 1) {
+		if (n > s->captmp) {
+			struct key_ref *t = realloc(s->tmp, n * sizeof(*t));
+
+			if (t == NULL)
+				return KI_ENOMEM;
+			s->tmp = t;
+			s->captmp = n;
+		}
+		refs_sort(s, k, s->tmp, n);
+		/* Equal keys are in text order: the second of a run is the
+		 * duplicate. */
+		for (i = 1; i < n; i++) {
+			if (!key_eq(s, &k[i - 1], &k[i]))
+				continue;
+			if (i >= 2 && key_eq(s, &k[i - 2], &k[i]))
+				continue;
+			if (!have || k[i].pos < k[best].pos)
+				best = i;
+			have = 1;
+		}
+		if (have && (!s->found || k[best].pos < s->found_pos))
+			rc = scan_found(s, k[best].pos, "duplicate key",
+			    s->nfr - 1, &k[best]);
+	}
+	s->nkeys = f->base;
+	s->nfr--;
+	return rc;
+}
+
+/* Reads 4 hex digits (either case) into *v. Returns 0, or -1 if p[0..4)
+ * is not hex. */
+static int
+hex4(const unsigned char *p, uint32_t *v)
+{
+	uint32_t r = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		unsigned char c = p[i];
+
+		r <<= 4;
+		if (c >= '0' && c <= '9')
+			r |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			r |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			r |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*v = r;
+	return 0;
+}
+
+/* Appends code point c (at most U+10FFFF) as UTF-8. Returns 0 or
+ * KI_ENOMEM. */
+static int
+put_utf8(ki_buf *b, uint32_t c)
+{
+	char u[4];
+	size_t n;
+
+	if (c < 0x80) {
+		u[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xC0 | (c >> 6));
+		u[1] = (char)(0x80 | (c & 0x3F));
+		n = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xE0 | (c >> 12));
+		u[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		u[2] = (char)(0x80 | (c & 0x3F));
+		n = 3;
+	} else {
+		u[0] = (char)(0xF0 | (c >> 18));
+		u[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		u[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		u[3] = (char)(0x80 | (c & 0x3F));
+		n = 4;
+	}
+	return ki_buf_append(b, u, n);
+}
+
+/* Reads the string whose opening quote is at s->i and leaves s->i after
+ * the closing one. When k is non-NULL the string is a key and k receives
+ * it, decoded into the arena if it has escapes. Surrogate escapes are
+ * taken as json-c takes them: a high one directly followed by a low one is
+ * a pair, any other is U+FFFD; *lone, when non-NULL, is set to the text
+ * offset of the first such lone one (else left alone). Returns 0, KI_EINVAL
+ * (an unterminated string or a bad escape) or KI_ENOMEM. */
+static int
+scan_string(struct scan *s, struct key_ref *k, size_t *lone)
+{
+	const unsigned char *t = s->t;
+	size_t n = s->n, start = s->i + 1, i = start, run = start;
+	int in_arena = 0;
+
+	for (;;) {
+		uint32_t c, lo;
+		size_t elen = 2;
+
+		if (i >= n)
+			return KI_EINVAL;
+		if (t[i] == '"')
+			break;
+		if (t[i] != '\\') {
+			i++;
+			continue;
+		}
+		if (n - i < 2)
+			return KI_EINVAL;
+		switch (t[i + 1]) {
+		case '"': c = '"'; break;
+		case '\\': c = '\\'; break;
+		case '/': c = '/'; break;
+		case 'b': c = '\b'; break;
+		case 'f': c = '\f'; break;
+		case 'n': c = '\n'; break;
+		case 'r': c = '\r'; break;
+		case 't': c = '\t'; break;
+		case 'u':
+			if (n - i < 6 || hex4(t + i + 2, &c) != 0)
+				return KI_EINVAL;
+			elen = 6;
+			if (c < 0xD800 || c > 0xDFFF)
+				break;
+			if (c <= 0xDBFF && n - i >= 12 && t[i + 6] == '\\' &&
+			    t[i + 7] == 'u' && hex4(t + i + 8, &lo) == 0 &&
+			    lo >= 0xDC00 && lo <= 0xDFFF) {
+				c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+				elen = 12;
+				break;
+			}
+			if (lone != NULL) {
+				*lone = i;
+				lone = NULL;
+			}
+			c = 0xFFFD;
+			break;
+		default:
+			return KI_EINVAL;
+		}
+		if (k != NULL) {
+			if (!in_arena) {
+				in_arena = 1;
+				k->off = s->arena.len;
+			}
+			if (ki_buf_append(&s->arena, t + run, i - run) != KI_OK ||
+			    put_utf8(&s->arena, c) != KI_OK)
+				return KI_ENOMEM;
+		}
+		i += elen;
+		run = i;
+	}
+	if (k != NULL) {
+		const char *b;
+		const void *z;
+
+		k->pos = s->i;
+		k->in_arena = in_arena;
+		if (in_arena) {
+			if (ki_buf_append(&s->arena, t + run, i - run) != KI_OK)
+				return KI_ENOMEM;
+			k->len = s->arena.len - k->off;
+		} else {
+			k->off = start;
+			k->len = i - start;
+		}
+		b = key_bytes(s, k);
+		z = memchr(b, '\0', k->len);
+		k->cmp_len = z != NULL ? (size_t)((const char *)z - b) : k->len;
+	}
+	s->i = i + 1;
+	return KI_OK;
+}
+
+static void
+scan_ws(struct scan *s)
+{
+	while (s->i < s->n && (s->t[s->i] == ' ' || s->t[s->i] == '\t' ||
+	    s->t[s->i] == '\n' || s->t[s->i] == '\r'))
+		s->i++;
+}
+
+/* Reads a key of the top object and its colon. Returns 0, KI_EINVAL or
+ * KI_ENOMEM. */
+static int
+scan_key(struct scan *s)
+{
+	struct frame *f = &s->fr[s->nfr - 1];
+	size_t lone = SIZE_MAX;
+	int rc;
+
+	scan_ws(s);
+	if (s->i >= s->n || s->t[s->i] != '"')
+		return KI_EINVAL;
+	rc = scan_string(s, &f->cur, s->mode == SCAN_LOSSY ? &lone : NULL);
+	if (rc != KI_OK)
+		return rc;
+	if (s->mode == SCAN_LOSSY) {
+		if (lone != SIZE_MAX)
+			return scan_found(s, lone, "a lone surrogate escape",
+			    s->nfr, NULL);
+		if (f->cur.cmp_len != f->cur.len)
+			return scan_found(s, f->cur.pos,
+			    "a key holding U+0000", s->nfr, NULL);
+	} else {
+		if (s->nkeys == s->capkeys) {
+			size_t cap = s->capkeys ? s->capkeys * 2 : 64;
+			struct key_ref *k = realloc(s->keys, cap * sizeof(*k));
+
+			if (k == NULL)
+				return KI_ENOMEM;
+			s->keys = k;
+			s->capkeys = cap;
+		}
+		s->keys[s->nkeys++] = f->cur;
+	}
+	scan_ws(s);
+	if (s->i >= s->n || s->t[s->i] != ':')
+		return KI_EINVAL;
+	s->i++;
+	return KI_OK;
+}
+
+/* Checks a number literal t[start..end) in SCAN_LOSSY mode. json-c 0.16
+ * reads an integer literal (no '.', no exponent) with strtoll or strtoull,
+ * which clamp at INT64_MIN and UINT64_MAX without an error; the value is
+ * lost unless the clamped integer is the same double as the literal.
+ * Returns 0 or KI_ENOMEM. */
+static int
+scan_number(struct scan *s, size_t start, size_t end)
+{
+	const unsigned char *t = s->t;
+	size_t j = start, k, mark = s->arena.len;
+	double exact, kept;
+	const char *lit;
+
+	if (j < end && t[j] == '-')
+		j++;
+	if (j >= end)
+		return KI_OK;
+	for (k = j; k < end; k++)
+		if (t[k] < '0' || t[k] > '9')
+			return KI_OK; /* a double, or NaN/Infinity */
+	while (j + 1 < end && t[j] == '0')
+		j++;
+	if (end - j < 19)
+		return KI_OK; /* fits in an int64 */
+	if (ki_buf_append(&s->arena, t + start, end - start) != KI_OK)
+		return KI_ENOMEM;
+	lit = s->arena.data + mark;
+	exact = strtod(lit, NULL);
+	if (t[start] == '-')
+		kept = (double)strtoll(lit, NULL, 10);
+	else
+		kept = (double)strtoull(lit, NULL, 10);
+	s->arena.len = mark;
+	s->arena.data[mark] = '\0';
+	if (exact != kept)
+		return scan_found(s, start,
+		    "an integer beyond the 64-bit range", s->nfr, NULL);
+	return KI_OK;
+}
+
+/* The scan proper (see the comment at the top of this part). Returns 0
+ * (done; s->found says whether something was found), KI_EINVAL or
+ * KI_ENOMEM. In SCAN_LOSSY mode it stops at the first finding. */
+static int
+scan_run(struct scan *s)
+{
+	int rc = KI_OK;
+
+	for (;;) {
+		size_t start, lone = SIZE_MAX;
+
+		if (s->found && s->mode == SCAN_LOSSY)
+			return KI_OK;
+		/* A value. */
+		scan_ws(s);
+		if (s->i >= s->n)
+			return KI_EINVAL;
+		switch (s->t[s->i]) {
+		case '{':
+			s->i++;
+			if ((rc = scan_push(s, 1)) != KI_OK)
+				return rc;
+			scan_ws(s);
+			if (s->i < s->n && s->t[s->i] == '}') {
+				s->i++;
+				rc = scan_close_object(s);
+				break;
+			}
+			if ((rc = scan_key(s)) != KI_OK)
+				return rc;
+			continue;
+		case '[':
+			s->i++;
+			if ((rc = scan_push(s, 0)) != KI_OK)
+				return rc;
+			scan_ws(s);
+			if (s->i < s->n && s->t[s->i] == ']') {
+				s->i++;
+				s->nfr--;
+				break;
+			}
+			continue;
+		case '"':
+			rc = scan_string(s, NULL,
+			    s->mode == SCAN_LOSSY ? &lone : NULL);
+			if (rc == KI_OK && lone != SIZE_MAX)
+				rc = scan_found(s, lone, "a lone surrogate escape",
+				    s->nfr, NULL);
+			break;
+		default:
+			/* A number or a literal (json-c also takes NaN and
+			 * Infinity): everything up to the next delimiter. */
+			start = s->i;
+			while (s->i < s->n && strchr(",]} \t\n\r", s->t[s->i]) == NULL)
+				s->i++;
+			if (s->mode == SCAN_LOSSY)
+				rc = scan_number(s, start, s->i);
+			break;
+		}
+		if (rc != KI_OK)
+			return rc;
+		if (s->found && s->mode == SCAN_LOSSY)
+			return KI_OK;
+		/* After a value: close containers, or go on to the next. */
+		for (;;) {
+			struct frame *f;
+
+			if (s->nfr == 0)
+				return KI_OK;
+			f = &s->fr[s->nfr - 1];
+			scan_ws(s);
+			if (s->i >= s->n)
+				return KI_EINVAL;
+			if (s->t[s->i] == ',') {
+				s->i++;
+				if (!f->is_obj)
+					f->index++;
+				else if ((rc = scan_key(s)) != KI_OK)
+					return rc;
+				break;
+			}
+			if (f->is_obj && s->t[s->i] == '}') {
+				s->i++;
+				if ((rc = scan_close_object(s)) != KI_OK)
+					return rc;
+			} else if (!f->is_obj && s->t[s->i] == ']') {
+				s->i++;
+				s->nfr--;
+			} else {
+				return KI_EINVAL;
+			}
+		}
+	}
+}
+
+/* Runs one scan over text and hands back its answer: 0 or 1 as s->found,
+ * or the scan's error. path and why are filled as the public functions
+ * describe. */
+static int
+scan_text(enum scan_mode mode, const char *text, size_t n, ki_buf *path,
+	const char **why)
+{
+	struct scan s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.mode = mode;
+	s.t = (const unsigned char *)text;
+	s.n = n;
+	ki_buf_init(&s.arena);
+	s.path = path;
+	s.path_start = path != NULL ? path->len : 0;
+	if (text == NULL) {
+		rc = KI_EINVAL;
+		goto cleanup;
+	}
+	rc = scan_run(&s);
+	if (rc == KI_OK && path != NULL && path->oom)
+		rc = KI_ENOMEM;
+	if (rc == KI_OK)
+		rc = s.found;
+	if (rc == 1 && why != NULL)
+		*why = s.why;
+cleanup:
+	if (rc != 1 && path != NULL && !path->oom && path->data != NULL) {
+		path->len = s.path_start;
+		path->data[path->len] = '\0';
+	}
+	free(s.fr);
+	free(s.keys);
+	free(s.tmp);
+	ki_buf_free(&s.arena);
+	return rc;
+}
+
+int
+api_json_find_duplicate_key(const char *text, size_t n, ki_buf *path)
+{
+	return scan_text(SCAN_DUPLICATE, text, n, path, NULL);
+}
+
+int
+api_json_find_lossy(const char *text, size_t n, ki_buf *path,
+	const char **why)
+{
+	return scan_text(SCAN_LOSSY, text, n, path, why);
+}

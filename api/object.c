@@ -1,0 +1,596 @@
+/* api/object.c — parsing, validating, digesting and rendering documents. */
+#include "api/object.h"
+
+#include <math.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/validate.h"
+
+#define MAX_LABELS 64
+#define MAX_TITLE 256
+#define MAX_ANNOTATION_BYTES (256 * 1024)
+
+void
+api_doc_free(api_doc *d)
+{
+	if (d->obj != NULL)
+		json_object_put(d->obj);
+	ki_buf_free(&d->canon);
+	ki_buf_free(&d->natkey);
+	free(d->stored_name);
+	memset(d, 0, sizeof(*d));
+}
+
+int
+api_json_parse(const char *text, size_t len, int max_depth,
+	struct json_object **out, api_status *st)
+{
+	json_tokener *tok;
+	struct json_object *obj;
+	enum json_tokener_error err;
+	size_t end;
+	ki_buf path;
+	int rc;
+
+	*out = NULL;
+	if (len == 0) {
+		api_status_fail(st, 400, "BadRequest", "the request body is empty; "
+		    "send a JSON document");
+		return KI_EINVAL;
+	}
+	if (len > INT32_MAX) {
+		api_status_fail(st, 413, "RequestEntityTooLarge",
+		    "the request body is too large");
+		return KI_EINVAL;
+	}
+	tok = json_tokener_new_ex(max_depth);
+	if (tok == NULL) {
+		api_status_from_rc(st, KI_ENOMEM, "parsing the body");
+		return KI_ENOMEM;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+	    JSON_TOKENER_VALIDATE_UTF8);
+	obj = json_tokener_parse_ex(tok, text, (int)len);
+	err = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (err == json_tokener_continue) {
+		api_status_fail(st, 400, "BadRequest", "the body is not valid JSON: "
+		    "unexpected end of input after %zu bytes", len);
+		goto fail;
+	}
+	if (err == json_tokener_error_depth) {
+		api_status_fail(st, 400, "BadRequest", "the body is not accepted: "
+		    "JSON nested deeper than %d levels", max_depth);
+		goto fail;
+	}
+	if (err != json_tokener_success) {
+		api_status_fail(st, 400, "BadRequest", "the body is not valid JSON: "
+		    "%s at byte %zu", json_tokener_error_desc(err), end);
+		goto fail;
+	}
+	while (end < len && (text[end] == ' ' || text[end] == '\n' ||
+	    text[end] == '\r' || text[end] == '\t'))
+		end++;
+	if (end < len) {
+		api_status_fail(st, 400, "BadRequest", "the body is not valid JSON: "
+		    "unexpected data after the document at byte %zu", end);
+		goto fail;
+	}
+	ki_buf_init(&path);
+	rc = api_json_find_duplicate_key(text, len, &path);
+	if (rc == 1) {
+		api_status_fail(st, 400, "BadRequest", "the body is not accepted: "
+		    "duplicate field \"%s\"", path.data ? path.data : "");
+		api_status_cause(st, "FieldValueDuplicate",
+		    path.data ? path.data : "", "Duplicate value: the key appears "
+		    "more than once in one object");
+		ki_buf_free(&path);
+		goto fail;
+	}
+	if (rc < 0) {
+		ki_buf_free(&path);
+		api_status_from_rc(st, rc, "parsing the body");
+		goto fail;
+	}
+	ki_buf_reset(&path);
+	{
+		const char *why = NULL;
+
+		/* json-c clamps out-of-range integers and replaces lone
+		 * surrogates: such a document would not read back as sent, and two
+		 * different documents could share a digest. */
+		rc = api_json_find_lossy(text, len, &path, &why);
+		if (rc == 1) {
+			api_status_fail(st, 400, "BadRequest", "the body is not "
+			    "accepted: %s at \"%s\"", why ? why : "a lossy value",
+			    path.data ? path.data : "");
+			api_status_cause(st, "FieldValueInvalid",
+			    path.data ? path.data : "", "Invalid value: %s",
+			    why ? why : "cannot be represented exactly");
+			ki_buf_free(&path);
+			goto fail;
+		}
+	}
+	ki_buf_free(&path);
+	if (rc < 0) {
+		api_status_from_rc(st, rc, "parsing the body");
+		goto fail;
+	}
+	*out = obj;
+	return KI_OK;
+fail:
+	if (obj != NULL)
+		json_object_put(obj);
+	return KI_EINVAL;
+}
+
+/* Joins a prefix and a field path: ("run", "spec.x") -> "run.spec.x". */
+static void
+join(char *out, size_t n, const char *prefix, const char *field)
+{
+	if (*prefix == '\0')
+		snprintf(out, n, "%s", field);
+	else
+		snprintf(out, n, "%s.%s", prefix, field);
+}
+
+static void
+check_string_map(struct json_object *m, const char *path, int labels,
+	api_status *st)
+{
+	char p[512];
+	size_t n = 0, bytes = 0;
+
+	if (!json_object_is_type(m, json_type_object)) {
+		api_status_cause(st, "FieldValueInvalid", path,
+		    "Invalid value: must be an object of string values");
+		return;
+	}
+	json_object_object_foreach(m, key, val) {
+		size_t klen = strlen(key);
+
+		snprintf(p, sizeof(p), "%s.%s", path, key);
+		n++;
+		if (!api_is_label_key(key, klen))
+			api_status_cause(st, "FieldValueInvalid", path,
+			    "Invalid value: \"%.200s\": a key must be a qualified name: "
+			    "an optional DNS subdomain prefix and '/', then 1 to 63 "
+			    "alphanumeric characters, '-', '_' or '.', starting and "
+			    "ending with an alphanumeric character", key);
+		if (!json_object_is_type(val, json_type_string)) {
+			api_status_cause(st, "FieldValueInvalid", p,
+			    "Invalid value: must be of type string");
+			continue;
+		}
+		bytes += klen + (size_t)json_object_get_string_len(val);
+		if (labels && !api_is_label_value(json_object_get_string(val),
+		    (size_t)json_object_get_string_len(val)))
+			api_status_cause(st, "FieldValueInvalid", p,
+			    "Invalid value: \"%.100s\": a label value must be empty "
+			    "or 1 to 63 alphanumeric characters, '-', '_' or '.', "
+			    "starting and ending with an alphanumeric character",
+			    json_object_get_string(val));
+	}
+	if (labels && n > MAX_LABELS)
+		api_status_cause(st, "FieldValueTooMany", path,
+		    "Too many: %zu: must have at most %d labels", n, MAX_LABELS);
+	if (!labels && bytes > MAX_ANNOTATION_BYTES)
+		api_status_cause(st, "FieldValueTooLong", path,
+		    "Too long: must have at most %d bytes", MAX_ANNOTATION_BYTES);
+}
+
+static int
+is_server_managed(const char *key)
+{
+	static const char *const keys[] = { "uid", "resourceVersion",
+		"creationTimestamp", "generation", "managedFields", "selfLink",
+		"deletionTimestamp", "deletionGracePeriodSeconds", NULL };
+
+	for (const char *const *k = keys; *k != NULL; k++) {
+		if (strcmp(*k, key) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+check_metadata(struct json_object *meta, const char *prefix, api_status *st,
+	api_unknown *unk)
+{
+	const char *drop[32];
+	size_t ndrop = 0;
+	char p[256];
+
+	json_object_object_foreach(meta, key, val) {
+		join(p, sizeof(p), prefix, "metadata.");
+		strncat(p, key, sizeof(p) - strlen(p) - 1);
+		if (strcmp(key, "name") == 0) {
+			if (!json_object_is_type(val, json_type_string)) {
+				api_status_cause(st, "FieldValueInvalid", p,
+				    "Invalid value: must be of type string");
+			} else if (!api_is_dns_subdomain(json_object_get_string(val),
+			    (size_t)json_object_get_string_len(val))) {
+				api_status_cause(st, "FieldValueInvalid", p,
+				    "Invalid value: \"%.253s\": a lowercase RFC 1123 "
+				    "subdomain must consist of lower case alphanumeric "
+				    "characters, '-' or '.', must start and end with an "
+				    "alphanumeric character, and be at most 253 characters",
+				    json_object_get_string(val));
+			}
+		} else if (strcmp(key, "title") == 0) {
+			if (!json_object_is_type(val, json_type_string))
+				api_status_cause(st, "FieldValueInvalid", p,
+				    "Invalid value: must be of type string");
+			else if (json_object_get_string_len(val) > MAX_TITLE)
+				api_status_cause(st, "FieldValueTooLong", p,
+				    "Too long: may not be more than %d bytes", MAX_TITLE);
+		} else if (strcmp(key, "labels") == 0) {
+			if (val != NULL)
+				check_string_map(val, p, 1, st);
+		} else if (strcmp(key, "annotations") == 0) {
+			if (val != NULL)
+				check_string_map(val, p, 0, st);
+		} else if (is_server_managed(key)) {
+			if (ndrop < sizeof(drop) / sizeof(drop[0]))
+				drop[ndrop++] = key;
+		} else {
+			if (unk != NULL && unk->n < API_MAX_CAUSES) {
+				char **np = unk->n == unk->cap ? realloc(unk->paths,
+				    (unk->cap ? unk->cap * 2 : 8) * sizeof(char *)) :
+				    unk->paths;
+
+				if (np != NULL) {
+					if (unk->n == unk->cap)
+						unk->cap = unk->cap ? unk->cap * 2 : 8;
+					unk->paths = np;
+					if ((unk->paths[unk->n] = strdup(p)) != NULL)
+						unk->n++;
+				}
+			}
+			if (ndrop < sizeof(drop) / sizeof(drop[0]))
+				drop[ndrop++] = key;
+		}
+	}
+	for (size_t i = 0; i < ndrop; i++)
+		json_object_object_del(meta, drop[i]);
+	join(p, sizeof(p), prefix, "metadata.name");
+	if (!json_object_object_get_ex(meta, "name", NULL))
+		api_status_cause(st, "FieldValueRequired", p,
+		    "Required value: name is required");
+}
+
+static const char *
+str_member(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
+	    !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+void
+api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
+	const api_kind *expect, api_status *st, api_unknown *unk)
+{
+	struct json_object *meta = NULL, *spec = NULL;
+	const char *apiv, *kind;
+	size_t before = st->ncauses;
+	const char *drop[32];
+	size_t ndrop = 0;
+	char p[256];
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	ki_buf_init(&d->canon);
+	ki_buf_init(&d->natkey);
+	d->obj = obj;
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	if (!json_object_is_type(obj, json_type_object)) {
+		api_status_cause(st, "FieldValueInvalid", *path ? path : "<root>",
+		    "Invalid value: a document must be a JSON object");
+		return;
+	}
+	apiv = str_member(obj, "apiVersion");
+	kind = str_member(obj, "kind");
+	if (kind == NULL) {
+		api_status_fail(st, 400, "BadRequest", "%s%sObject 'Kind' is "
+		    "missing: every document needs \"apiVersion\": \""
+		    API_GROUP_VERSION "\" and a \"kind\"", path, *path ? ": " : "");
+		return;
+	}
+	d->kind = api_kind_by_kind(kind);
+	if (d->kind == NULL) {
+		api_status_fail(st, 400, "BadRequest", "%s%sno kind \"%.64s\" is "
+		    "registered for version \"" API_GROUP_VERSION "\"; the kinds are "
+		    "BenchmarkRun, BenchmarkProtocol, ExecutionEnvironment, Workload, "
+		    "Implementation and Verification", path, *path ? ": " : "", kind);
+		return;
+	}
+	if (apiv == NULL || strcmp(apiv, API_GROUP_VERSION) != 0) {
+		api_status_fail(st, 400, "BadRequest", "%s%sthe API version \"%.64s\" "
+		    "is not served: use \"" API_GROUP_VERSION "\"", path,
+		    *path ? ": " : "", apiv ? apiv : "");
+		return;
+	}
+	if (expect != NULL && expect != d->kind) {
+		api_status_fail(st, 400, "BadRequest", "%s%sa %s cannot be created "
+		    "in the %s collection; POST it to " API_PREFIX "/%s", path,
+		    *path ? ": " : "", d->kind->kind, expect->plural,
+		    d->kind->plural);
+		return;
+	}
+	json_object_object_foreach(obj, key, val) {
+		(void)val;
+		if (strcmp(key, "apiVersion") == 0 || strcmp(key, "kind") == 0 ||
+		    strcmp(key, "metadata") == 0 || strcmp(key, "spec") == 0)
+			continue;
+		if (strcmp(key, "status") != 0 && unk != NULL &&
+		    unk->n < API_MAX_CAUSES) {
+			char **np = realloc(unk->paths, (unk->n + 1) * sizeof(char *));
+
+			if (np != NULL) {
+				unk->paths = np;
+				unk->cap = unk->n + 1;
+				join(p, sizeof(p), path, key);
+				if ((unk->paths[unk->n] = strdup(p)) != NULL)
+					unk->n++;
+			}
+		}
+		/* status is the server's: what a client sends there is dropped. */
+		if (ndrop < sizeof(drop) / sizeof(drop[0]))
+			drop[ndrop++] = key;
+	}
+	for (size_t i = 0; i < ndrop; i++)
+		json_object_object_del(obj, drop[i]);
+
+	join(p, sizeof(p), path, "metadata");
+	if (!json_object_object_get_ex(obj, "metadata", &meta) || meta == NULL)
+		api_status_cause(st, "FieldValueRequired", p, "Required value");
+	else if (!json_object_is_type(meta, json_type_object))
+		api_status_cause(st, "FieldValueInvalid", p,
+		    "Invalid value: must be of type object");
+	else
+		check_metadata(meta, path, st, unk);
+	d->name = str_member(meta, "name");
+
+	join(p, sizeof(p), path, "spec");
+	if (!json_object_object_get_ex(obj, "spec", &spec) || spec == NULL) {
+		api_status_cause(st, "FieldValueRequired", p, "Required value");
+		spec = NULL;
+	} else if (!json_object_is_type(spec, json_type_object)) {
+		api_status_cause(st, "FieldValueInvalid", p,
+		    "Invalid value: must be of type object");
+		spec = NULL;
+	} else {
+		api_schema_validate_object(spec, d->kind->spec, p, st, unk);
+		if (d->kind->id == API_RUN)
+			api_validate_run(spec, p, st);
+		else if (d->kind->id == API_WORKLOAD)
+			api_validate_workload(spec, p, st);
+	}
+	if (st->ncauses != before || spec == NULL || st->code != 0)
+		return;
+
+	rc = api_digest(obj, d->digest, &d->canon);
+	if (rc != KI_OK) {
+		api_status_from_rc(st, rc, "computing the digest");
+		return;
+	}
+	api_digest_format(d->digest, d->digest_str);
+	/* JCS puts spec last: {"apiVersion":"…","kind":"…","spec":{…}}. */
+	d->spec_off = strlen("{\"apiVersion\":\"" API_GROUP_VERSION
+	    "\",\"kind\":\"\",\"spec\":") + strlen(d->kind->kind);
+	d->spec_len = d->canon.len - d->spec_off - 1;
+
+	if (d->kind->id == API_RUN) {
+		static const char *const fields[API_NREFS] = { "protocolDigest",
+			"workloadDigest", "environmentDigest",
+			"implementationDigest" };
+		struct json_object *sn = NULL;
+		const char *src, *ext;
+
+		for (int i = 0; i < API_NREFS; i++) {
+			const char *s = str_member(spec, fields[i]);
+
+			if (s == NULL || api_digest_parse(s, strlen(s),
+			    d->refs[i]) != KI_OK)
+				return; /* schema validation already reported it */
+		}
+		d->nrefs = API_NREFS;
+		json_object_object_get_ex(spec, "sourceNative", &sn);
+		src = str_member(sn, "source");
+		ext = str_member(sn, "externalId");
+		if (src != NULL && ext != NULL) {
+			ki_buf_puts(&d->natkey, src);
+			ki_buf_putc(&d->natkey, '\x1f');
+			ki_buf_puts(&d->natkey, ext);
+		}
+	}
+}
+
+int
+api_render(const api_kind *k, const char *meta, size_t meta_len,
+	const char *spec, size_t spec_len, const char *status, size_t status_len,
+	ki_buf *out, store_obj *o)
+{
+	size_t start = out->len;
+
+	ki_buf_puts(out, "{\"apiVersion\":\"" API_GROUP_VERSION "\",\"kind\":\"");
+	ki_buf_puts(out, k->kind);
+	ki_buf_puts(out, "\",\"metadata\":");
+	o->meta_off = (uint32_t)(out->len - start);
+	o->meta_len = (uint32_t)meta_len;
+	ki_buf_append(out, meta, meta_len);
+	ki_buf_puts(out, ",\"spec\":");
+	o->spec_off = (uint32_t)(out->len - start);
+	o->spec_len = (uint32_t)spec_len;
+	ki_buf_append(out, spec, spec_len);
+	ki_buf_puts(out, ",\"status\":");
+	o->status_off = (uint32_t)(out->len - start);
+	o->status_len = (uint32_t)status_len;
+	ki_buf_append(out, status, status_len);
+	ki_buf_putc(out, '}');
+	if (out->oom)
+		return KI_ENOMEM;
+	o->json = out->data + start;
+	o->json_len = out->len - start;
+	return KI_OK;
+}
+
+void
+api_format_time(double secs, ki_buf *out)
+{
+	time_t t = (time_t)floor(secs);
+	struct tm tm;
+	char b[32];
+
+	gmtime_r(&t, &tm);
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	ki_buf_puts(out, b);
+}
+
+static void
+new_uid(char out[37])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[16];
+	int j = 0;
+
+	if (RAND_bytes(r, sizeof(r)) != 1) {
+		/* Not a secret: uniqueness only. Fall back to the clock. */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		for (size_t i = 0; i < sizeof(r); i++)
+			r[i] = (unsigned char)((ts.tv_nsec >> (i % 4 * 8)) ^
+			    (ts.tv_sec >> (i % 8)) ^ (long)i * 131);
+	}
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[j++] = '-';
+		out[j++] = hex[r[i] >> 4];
+		out[j++] = hex[r[i] & 15];
+	}
+	out[j] = '\0';
+}
+
+int
+api_new_metadata(struct json_object *doc_meta, uint64_t rv, double now,
+	ki_buf *out)
+{
+	static const char *const keep[] = { "name", "title", "labels",
+		"annotations", NULL };
+	struct json_object *m = json_object_new_object(), *v;
+	char uid[37], rvs[24];
+	ki_buf ts;
+	int rc;
+
+	if (m == NULL)
+		return KI_ENOMEM;
+	for (const char *const *k = keep; *k != NULL; k++) {
+		if (json_object_object_get_ex(doc_meta, *k, &v) && v != NULL)
+			json_object_object_add(m, *k, json_object_get(v));
+	}
+	new_uid(uid);
+	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
+	ki_buf_init(&ts);
+	api_format_time(now, &ts);
+	json_object_object_add(m, "uid", json_object_new_string(uid));
+	json_object_object_add(m, "resourceVersion", json_object_new_string(rvs));
+	json_object_object_add(m, "generation", json_object_new_int(1));
+	json_object_object_add(m, "creationTimestamp",
+	    json_object_new_string(ts.data ? ts.data : ""));
+	ki_buf_free(&ts);
+	rc = api_jcs_serialize(m, out);
+	json_object_put(m);
+	return rc;
+}
+
+int
+api_compute_status(store_txn *txn, const api_kind *k,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	double now, ki_buf *out)
+{
+	static const char *const parts[API_NREFS] = { "protocol", "workload",
+		"environment", "implementation" };
+	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
+		API_ENVIRONMENT, API_IMPLEMENTATION };
+	char ds[API_DIGEST_STRLEN + 1];
+	int resolved[API_NREFS] = { 0 };
+	int nresolved = 0;
+	ki_buf unresolved;
+
+	api_digest_format(digest, ds);
+	if (k->id != API_RUN || nrefs != API_NREFS) {
+		ki_buf_printf(out, "{\"digest\":\"%s\"}", ds);
+		return out->oom ? KI_ENOMEM : KI_OK;
+	}
+	ki_buf_init(&unresolved);
+	ki_buf_puts(out, "{\"conditions\":[{\"lastTransitionTime\":\"");
+	api_format_time(now, out);
+	ki_buf_puts(out, "\",\"message\":");
+	/* Resolve first, to write the condition's message. */
+	for (int i = 0; i < API_NREFS; i++) {
+		store_obj o;
+		int rc = store_get_by_digest(txn, refs + i * API_DIGEST_LEN, &o);
+
+		if (rc == KI_OK && o.kind == kinds[i]) {
+			resolved[i] = 1;
+			nresolved++;
+		} else if (rc != KI_OK && rc != KI_ENOTFOUND) {
+			ki_buf_free(&unresolved);
+			return rc;
+		} else {
+			ki_buf_printf(&unresolved, "%s%s", unresolved.len ? ", " : "",
+			    parts[i]);
+		}
+	}
+	if (nresolved == API_NREFS) {
+		ki_buf_puts(out, "\"every reference resolved and its content "
+		    "matched its digest\",\"reason\":\"AllReferencesVerified\","
+		    "\"status\":\"True\"");
+	} else {
+		ki_buf msg;
+
+		ki_buf_init(&msg);
+		ki_buf_printf(&msg, "no object with the referenced digest is stored "
+		    "yet for: %s", unresolved.data);
+		ki_buf_json_string(out, msg.data, msg.len);
+		ki_buf_free(&msg);
+		ki_buf_puts(out, ",\"reason\":\"UnresolvedReferences\","
+		    "\"status\":\"False\"");
+	}
+	ki_buf_free(&unresolved);
+	ki_buf_printf(out, ",\"type\":\"DigestsVerified\"}],\"digest\":\"%s\","
+	    "\"references\":{", ds);
+	for (int i = 0, first = 1; i < API_NREFS; i++) {
+		static const int order[API_NREFS] = { 2, 3, 0, 1 };
+		int j = order[i];
+		store_obj o;
+		char rs[API_DIGEST_STRLEN + 1];
+
+		api_digest_format(refs + j * API_DIGEST_LEN, rs);
+		ki_buf_printf(out, "%s\"%s\":{\"digest\":\"%s\"", first ? "" : ",",
+		    parts[j], rs);
+		first = 0;
+		if (resolved[j] && store_get_by_digest(txn,
+		    refs + j * API_DIGEST_LEN, &o) == KI_OK) {
+			ki_buf_puts(out, ",\"name\":");
+			ki_buf_json_string(out, o.name, o.name_len);
+			ki_buf_puts(out, ",\"resolved\":true}");
+		} else {
+			ki_buf_puts(out, ",\"resolved\":false}");
+		}
+	}
+	ki_buf_puts(out, "}}");
+	return out->oom ? KI_ENOMEM : KI_OK;
+}

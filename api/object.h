@@ -1,0 +1,78 @@
+/* api/object.h — one uploaded document on its way into the store: parsed,
+ * validated, digested, and rendered into the stored JSON form. */
+#ifndef API_OBJECT_H
+#define API_OBJECT_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "api/jcs.h"
+#include "api/kinds.h"
+#include "api/schema.h"
+#include "api/status.h"
+#include "lib/ki.h"
+#include "store/store.h"
+
+/* The references a run holds, in this fixed order in store_obj.refs. */
+enum { API_REF_PROTOCOL, API_REF_WORKLOAD, API_REF_ENVIRONMENT,
+	API_REF_IMPLEMENTATION, API_NREFS };
+
+typedef struct api_doc {
+	const api_kind *kind;
+	struct json_object *obj;     /* owned */
+	const char *name;            /* borrowed from obj */
+	char path[48];               /* "", "run", "items[3]": cause prefix */
+	uint8_t digest[API_DIGEST_LEN];
+	char digest_str[API_DIGEST_STRLEN + 1];
+	ki_buf canon;                /* JCS of {apiVersion, kind, spec} */
+	size_t spec_off, spec_len;   /* the spec's bytes inside canon */
+	ki_buf natkey;               /* runs: source + US + externalId */
+	uint8_t refs[API_NREFS][API_DIGEST_LEN];
+	size_t nrefs;
+	/* Filled by the write. */
+	int created;                 /* 1 created, 0 unchanged */
+	char *stored_name;           /* the name it is stored under */
+	uint64_t rv;
+} api_doc;
+
+void api_doc_free(api_doc *d);
+
+/* Parses JSON text under the limits: strict grammar, valid UTF-8, depth at
+ * most max_depth, no duplicate keys. On failure fills st (400) and returns
+ * KI_EINVAL. *out is owned by the caller (json_object_put). */
+int api_json_parse(const char *text, size_t len, int max_depth,
+	struct json_object **out, api_status *st);
+
+/* Validates obj (consumed: d owns it) as a document of some kind at path
+ * prefix `path` ("" for a lone document). expect, if non-NULL, is the kind
+ * the collection requires. Problems: causes on st (422), or st->code 400
+ * for a wrong apiVersion/kind; unknown fields in unk. On success d holds the
+ * digest, canonical bytes, natural key and references. */
+void api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
+	const api_kind *expect, api_status *st, api_unknown *unk);
+
+/* Renders the stored form
+ *   {"apiVersion":…,"kind":…,"metadata":META,"spec":SPEC,"status":STATUS}
+ * into out and fills o's json pointer, lengths and offsets (o borrows
+ * out's memory). */
+int api_render(const api_kind *k, const char *meta, size_t meta_len,
+	const char *spec, size_t spec_len, const char *status,
+	size_t status_len, ki_buf *out, store_obj *o);
+
+/* Appends the JCS text of the metadata of a new object: the document's
+ * name, title, labels, annotations plus uid, creationTimestamp (now),
+ * resourceVersion rv and generation 1. */
+int api_new_metadata(struct json_object *doc_meta, uint64_t rv, double now,
+	ki_buf *out);
+
+/* Appends an RFC 3339 UTC timestamp with seconds ("2026-12-02T10:45:35Z"). */
+void api_format_time(double secs, ki_buf *out);
+
+/* Appends the status a stored object of kind k gets: its digest, and for
+ * runs each reference resolved or not, with conditions. txn resolves the
+ * references. */
+int api_compute_status(store_txn *txn, const api_kind *k,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	double now, ki_buf *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* api/service.h — the API's operations, independent of HTTP: each takes a
+ * parsed request and fills an api_resp (status code, body, headers). */
+#ifndef API_SERVICE_H
+#define API_SERVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/jcs.h"
+#include "api/kinds.h"
+#include "api/schema.h"
+#include "api/status.h"
+#include "lib/ki.h"
+#include "lib/limits.h"
+#include "store/store.h"
+
+typedef struct api_ctx {
+	store *st;
+	const ki_limits *lim;
+	double (*now)(void);               /* seconds since the epoch */
+	/* Called after each commit that advanced the resourceVersion. */
+	void (*committed)(void *arg, uint64_t rv);
+	void *committed_arg;
+} api_ctx;
+
+#define API_MAX_WARNINGS 16
+
+typedef struct api_resp {
+	int code;
+	ki_buf body;
+	const char *content_type;          /* static string */
+	char etag[API_DIGEST_STRLEN + 8];  /* quoted, or empty */
+	const char *cache_control;         /* static string, or NULL */
+	char location[512];
+	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
+	size_t nwarnings;
+} api_resp;
+
+void api_resp_init(api_resp *r);
+void api_resp_free(api_resp *r);
+/* Renders st as the response (its code and Status body). */
+void api_resp_status(api_resp *r, const api_status *st);
+void api_resp_warn(api_resp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+typedef struct api_write_opts {
+	int dry_run;                /* dryRun=All */
+	int field_validation;       /* enum api_field_validation */
+	int atomic;                 /* bulk: all or nothing */
+} api_write_opts;
+
+typedef struct api_list_opts {
+	const char *label_selector;
+	const char *field_selector;
+	uint64_t limit;             /* 0 = no limit (bounded by lim) */
+	const char *continue_token;
+} api_list_opts;
+
+/* POST to the collection of kind coll: one object of that kind, a bundle
+ * (benchmarkruns only), a List, or NDJSON when ndjson is set. */
+void api_create(api_ctx *ctx, const api_kind *coll, const char *body,
+	size_t len, int ndjson, const api_write_opts *opt, api_resp *r);
+void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
+	api_resp *r);
+/* GET objects/<digest>: the canonical content, immutable. if_none_match is
+ * the request's If-None-Match header or NULL. */
+void api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
+	api_resp *r);
+void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
+	api_resp *r);
+void api_delete(api_ctx *ctx, const api_kind *k, const char *name,
+	size_t len, const api_write_opts *opt, api_resp *r);
+
+/* Discovery documents. */
+void api_discovery_api(api_resp *r);
+void api_discovery_apis(api_resp *r, int aggregated);
+void api_discovery_group(api_resp *r);
+void api_discovery_resources(api_resp *r);
+void api_version(api_resp *r);
+
+#endif

@@ -1,0 +1,116 @@
+/* cli/cli.h — the kernelindex command-line client: its shared state, exit
+ * codes, kinds, and the commands each file implements. */
+#ifndef CLI_CLI_H
+#define CLI_CLI_H
+
+#include <json-c/json.h>
+#include <stddef.h>
+
+#include "cli/http.h"
+#include "lib/ki.h"
+
+#define CLI_API_VERSION "kernelindex.dev/v1alpha1"
+#define CLI_API_PREFIX "/apis/kernelindex.dev/v1alpha1"
+#define CLI_DEFAULT_SERVER "http://127.0.0.1:8080"
+
+/* The JSON the CLI writes: compact, '/' left unescaped. */
+#define CLI_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* Exit codes scripts may rely on. */
+enum {
+	CLI_EXIT_OK = 0,          /* everything was done */
+	CLI_EXIT_REJECTED = 1,    /* the server rejected something, or input
+	                             could not be used */
+	CLI_EXIT_USAGE = 2,       /* the command line is wrong */
+	CLI_EXIT_UNREACHABLE = 3, /* the server could not be reached */
+};
+
+/* The default number of bundles per NDJSON upload request. */
+#define CLI_DEFAULT_BATCH 500
+
+/* The largest file push or import reads. */
+#define CLI_MAX_INPUT ((size_t)1 << 31)
+
+typedef struct cli {
+	const char *prog;
+	const char *server;
+	const char *token;
+	cli_http *http;  /* made on first use by cli_connect() */
+	int tty;         /* stderr is a terminal: progress may be drawn */
+} cli;
+
+/* A resource kind as the CLI names it. */
+typedef struct cli_kind {
+	const char *kind;       /* BenchmarkRun */
+	const char *plural;     /* benchmarkruns */
+	const char *singular;   /* benchmarkrun */
+	const char *short_name; /* kbr */
+} cli_kind;
+
+/* The kind named by its plural, singular, short name or Kind
+ * (case-insensitive); NULL when none. Static storage. */
+const cli_kind *cli_kind_lookup(const char *s);
+
+/* The kind of a Kind string ("BenchmarkRun"); NULL when none. */
+const cli_kind *cli_kind_by_kind(const char *kind);
+
+/* Makes c->http if needed. Returns 0, or CLI_EXIT_USAGE / _REJECTED after
+ * printing why. */
+int cli_connect(cli *c);
+
+/* Prints "prog: " and the message to stderr. */
+void cli_err(const cli *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Prints an error answer: a Kubernetes Status's message and causes, or
+ * the HTTP status and the start of the body. prefix, if non-NULL, is
+ * printed first ("line 12: "). */
+void cli_print_status(const cli *c, const char *prefix, long code,
+	const char *body, size_t len);
+
+/* Prints a Status object's message and causes (borrowed) the same way. */
+void cli_print_status_obj(const cli *c, const char *prefix,
+	struct json_object *st);
+
+/* Reports a transport failure ("cannot reach …") and returns
+ * CLI_EXIT_UNREACHABLE, or CLI_EXIT_REJECTED for other KI_* codes. */
+int cli_transport_fail(const cli *c, int rc);
+
+/* Reads a whole file ("-": standard input) into b. Returns 0 or a
+ * KI_* code after printing why. */
+int cli_read_file(const cli *c, const char *path, ki_buf *b);
+
+/* Parses a positive count ("500"). Returns 0 or KI_EINVAL. */
+int cli_parse_count(const char *s, size_t *out);
+
+/* Commands: argc/argv start after the command word. Each returns an exit
+ * code. */
+int cli_cmd_push(cli *c, int argc, char **argv);
+int cli_cmd_import(cli *c, int argc, char **argv);
+int cli_cmd_export(cli *c, int argc, char **argv);
+int cli_cmd_get(cli *c, int argc, char **argv);
+int cli_cmd_list(cli *c, int argc, char **argv);
+int cli_cmd_watch(cli *c, int argc, char **argv);
+
+/* ---- bulk upload (cli/upload.c) -------------------------------------- */
+
+/* The tally of an upload, per document (bundle or object) sent. */
+typedef struct cli_tally {
+	size_t created, unchanged, failed;
+} cli_tally;
+
+/* Describes document i of a batch for messages ("line 12", "file.json");
+ * writes into out. */
+typedef void (*cli_doc_label_fn)(void *arg, size_t i, ki_buf *out);
+
+/* POSTs ndjson (n documents, one per line) to the benchmarkruns
+ * collection, atomically when atomic; adds each document's outcome to t,
+ * prints failures and notes to stderr (labelled through label) and, when
+ * verbose, each stored object to stdout. Returns 0, or
+ * CLI_EXIT_UNREACHABLE after printing why (t then counts the documents as
+ * neither). */
+int cli_upload_ndjson(cli *c, const char *ndjson, size_t len, size_t n,
+	int atomic, int verbose, cli_doc_label_fn label, void *arg,
+	cli_tally *t);
+
+#endif

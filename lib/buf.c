@@ -1,0 +1,196 @@
+/* lib/buf.c — growable byte buffer and the KI_* error strings. */
+#include "lib/ki.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *
+ki_strerror(int rc)
+{
+	switch (rc) {
+	case KI_OK: return "success";
+	case KI_ENOMEM: return "out of memory";
+	case KI_EINVAL: return "invalid input";
+	case KI_ENOTFOUND: return "not found";
+	case KI_EEXIST: return "already exists with other content";
+	case KI_ESTORE: return "storage engine failure";
+	case KI_EFULL: return "storage is full";
+	case KI_ECONFLICT: return "precondition failed";
+	case KI_ELIMIT: return "limit exceeded";
+	case KI_EIO: return "I/O error";
+	case KI_EGONE: return "too old";
+	default: return "unknown error";
+	}
+}
+
+void
+ki_buf_init(ki_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void
+ki_buf_free(ki_buf *b)
+{
+	size_t limit = b->limit;
+
+	free(b->data);
+	ki_buf_init(b);
+	b->limit = limit;
+}
+
+void
+ki_buf_reset(ki_buf *b)
+{
+	b->len = 0;
+	if (b->data != NULL)
+		b->data[0] = '\0';
+}
+
+int
+ki_buf_reserve(ki_buf *b, size_t extra)
+{
+	size_t need, cap;
+	char *p;
+
+	if (b->oom)
+		return KI_ENOMEM;
+	if (extra > SIZE_MAX - b->len - 1)
+		goto fail;
+	need = b->len + extra + 1;
+	if (need <= b->cap)
+		return KI_OK;
+	if (b->limit != 0 && need > b->limit + 1)
+		goto fail;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+	if (b->limit != 0 && cap > b->limit + 1)
+		cap = b->limit + 1;
+	p = realloc(b->data, cap);
+	if (p == NULL)
+		goto fail;
+	b->data = p;
+	b->cap = cap;
+	return KI_OK;
+fail:
+	b->oom = 1;
+	return KI_ENOMEM;
+}
+
+int
+ki_buf_append(ki_buf *b, const void *p, size_t n)
+{
+	if (ki_buf_reserve(b, n) != KI_OK)
+		return KI_ENOMEM;
+	if (n > 0)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return KI_OK;
+}
+
+int
+ki_buf_puts(ki_buf *b, const char *s)
+{
+	return ki_buf_append(b, s, strlen(s));
+}
+
+int
+ki_buf_putc(ki_buf *b, char c)
+{
+	return ki_buf_append(b, &c, 1);
+}
+
+int
+ki_buf_vprintf(ki_buf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+
+	if (b->oom)
+		return KI_ENOMEM;
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0)
+		return KI_EINVAL;
+	if (ki_buf_reserve(b, (size_t)n) != KI_OK)
+		return KI_ENOMEM;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return KI_OK;
+}
+
+int
+ki_buf_printf(ki_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = ki_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+ki_buf_json_string(ki_buf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, run = 0;
+
+	if (ki_buf_reserve(b, n + 2) != KI_OK)
+		return KI_ENOMEM;
+	ki_buf_putc(b, '"');
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		char esc[6];
+		size_t elen = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		ki_buf_append(b, s + run, i - run);
+		run = i + 1;
+		esc[0] = '\\';
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 15];
+			elen = 6;
+		}
+		ki_buf_append(b, esc, elen);
+	}
+	ki_buf_append(b, s + run, n - run);
+	return ki_buf_putc(b, '"');
+}
+
+char *
+ki_buf_steal(ki_buf *b, size_t *len)
+{
+	char *p;
+
+	if (b->oom) {
+		ki_buf_free(b);
+		return NULL;
+	}
+	if (b->data == NULL && ki_buf_reserve(b, 0) != KI_OK)
+		return NULL;
+	p = b->data;
+	if (len != NULL)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return p;
+}

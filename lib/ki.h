@@ -1,0 +1,58 @@
+/* lib/ki.h — the project's one error convention and its growable byte buffer. */
+#ifndef KI_H
+#define KI_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* 0 is success; every failure is one of these negative codes. */
+enum {
+	KI_OK = 0,
+	KI_ENOMEM = -1,    /* an allocation failed */
+	KI_EINVAL = -2,    /* the argument or input is malformed */
+	KI_ENOTFOUND = -3, /* no such object */
+	KI_EEXIST = -4,    /* the key exists with other content */
+	KI_ESTORE = -5,    /* the storage engine failed (I/O, corruption) */
+	KI_EFULL = -6,     /* the store's map is full */
+	KI_ECONFLICT = -7, /* a precondition (resourceVersion) failed */
+	KI_ELIMIT = -8,    /* a configured limit was exceeded */
+	KI_EIO = -9,       /* an operating-system call failed; errno is kept */
+	KI_EGONE = -10,    /* a resourceVersion or continue token is too old */
+};
+
+/* Returns a static English description of a KI_* code. */
+const char *ki_strerror(int rc);
+
+/* A growable byte buffer. An allocation failure sets oom; later appends are
+ * then no-ops and return KI_ENOMEM, so a caller may check once at the end.
+ * data is always NUL-terminated when non-NULL (the NUL is not in len). */
+typedef struct ki_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+	size_t limit; /* 0 = unlimited; growing past it fails like an OOM */
+	int oom;
+} ki_buf;
+
+void ki_buf_init(ki_buf *b);
+/* Frees the buffer's memory and re-initialises it. */
+void ki_buf_free(ki_buf *b);
+/* Drops the contents, keeps the memory. */
+void ki_buf_reset(ki_buf *b);
+int ki_buf_reserve(ki_buf *b, size_t extra);
+int ki_buf_append(ki_buf *b, const void *p, size_t n);
+int ki_buf_puts(ki_buf *b, const char *s);
+int ki_buf_putc(ki_buf *b, char c);
+int ki_buf_printf(ki_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int ki_buf_vprintf(ki_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+/* Appends s (n bytes, UTF-8) as a quoted JSON string with RFC 8785's
+ * minimal escapes: \" \\ \b \f \n \r \t, other controls as \u00xx. */
+int ki_buf_json_string(ki_buf *b, const char *s, size_t n);
+/* Hands the memory to the caller (caller frees with free()); the buffer is
+ * re-initialised. Returns NULL after an OOM (and frees). */
+char *ki_buf_steal(ki_buf *b, size_t *len);
+
+#endif

@@ -1,0 +1,50 @@
+/* server/config.h — the daemon's configuration: one table of options
+ * (name, type, default, bounds) fills this struct from defaults, a config
+ * file and command-line flags, in that order. */
+#ifndef SERVER_CONFIG_H
+#define SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lib/limits.h"
+
+typedef struct ki_config {
+	char listen[256];
+	char data_dir[1024];
+	char static_dir[1024];
+	char log_level[16];
+	int threads;
+	uint64_t map_size;
+	uint64_t history;
+	int sync;
+	uint64_t max_body;
+	uint64_t max_bulk_body;
+	int max_depth;
+	uint64_t max_items;
+	uint64_t max_page;
+	int max_connections;
+	int max_per_ip;
+	int connection_timeout;
+	char ref_program[1024];
+	int ref_timeout;
+} ki_config;
+
+/* Fills cfg with the defaults. */
+void cfg_defaults(ki_config *cfg);
+/* Sets one option by name ("max-body" or "max_body") from text. Returns 0,
+ * or -1 with a message in err. */
+int cfg_set(ki_config *cfg, const char *name, const char *value, char *err,
+	size_t errlen);
+/* Reads "name = value" lines (# comments) from path. Returns 0, or -1 with
+ * a message naming the line in err. */
+int cfg_load(ki_config *cfg, const char *path, char *err, size_t errlen);
+/* Checks the options together (the listen address parses, …). */
+int cfg_check(const ki_config *cfg, char *err, size_t errlen);
+/* Prints the options with their defaults and bounds (for --help). */
+void cfg_usage(FILE *out);
+/* Fills the request limits from the configuration. */
+void cfg_limits(const ki_config *cfg, ki_limits *lim);
+
+#endif

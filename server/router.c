@@ -1,0 +1,468 @@
+/* server/router.c — the routes of the API, the probes and the page. */
+#include "server/router.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/kinds.h"
+#include "store/store.h"
+
+#define MAX_STATIC_FILE (8 * 1024 * 1024)
+
+static void
+fail(api_resp *r, int code, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+fail(api_resp *r, int code, const char *reason, const char *fmt, ...)
+{
+	api_status st;
+	ki_buf msg;
+	va_list ap;
+
+	ki_buf_init(&msg);
+	va_start(ap, fmt);
+	ki_buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	api_status_init(&st);
+	api_status_fail(&st, code, reason, "%s", msg.data ? msg.data : "");
+	api_resp_status(r, &st);
+	api_status_free(&st);
+	ki_buf_free(&msg);
+}
+
+static void
+not_found(api_resp *r)
+{
+	fail(r, 404, "NotFound", "the server could not find the requested "
+	    "resource");
+}
+
+static void
+method_not_allowed(api_resp *r, const char *method)
+{
+	fail(r, 405, "MethodNotAllowed", "the server does not allow the method "
+	    "%s for the requested resource", method);
+}
+
+/* Media type without parameters, lower-cased, into out. */
+static void
+media_type(const char *ct, char *out, size_t n)
+{
+	size_t i = 0;
+
+	if (ct == NULL)
+		ct = "";
+	while (*ct == ' ')
+		ct++;
+	for (; ct[i] && ct[i] != ';' && ct[i] != ' ' && i + 1 < n; i++)
+		out[i] = (char)(ct[i] >= 'A' && ct[i] <= 'Z' ? ct[i] + 32 : ct[i]);
+	out[i] = '\0';
+}
+
+static int
+is_ndjson(const char *mt)
+{
+	return strcmp(mt, "application/x-ndjson") == 0 ||
+	    strcmp(mt, "application/jsonl") == 0 ||
+	    strcmp(mt, "application/json-seq") == 0;
+}
+
+size_t
+router_body_limit(const router *rt, const char *content_type)
+{
+	char mt[128];
+
+	media_type(content_type, mt, sizeof(mt));
+	return is_ndjson(mt) ? rt->api->lim->max_bulk_body :
+	    rt->api->lim->max_body;
+}
+
+static int
+write_opts(const http_req *req, api_write_opts *o, api_resp *r)
+{
+	const char *dry = req->arg(req->cls, "dryRun");
+	const char *fv = req->arg(req->cls, "fieldValidation");
+	const char *atomic = req->arg(req->cls, "atomic");
+
+	memset(o, 0, sizeof(*o));
+	if (dry != NULL && *dry != '\0') {
+		if (strcmp(dry, "All") != 0) {
+			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
+			    "only supported value is All", dry);
+			return -1;
+		}
+		o->dry_run = 1;
+	}
+	if (fv == NULL || *fv == '\0' || strcmp(fv, "Warn") == 0)
+		o->field_validation = API_FV_WARN;
+	else if (strcmp(fv, "Strict") == 0)
+		o->field_validation = API_FV_STRICT;
+	else if (strcmp(fv, "Ignore") == 0)
+		o->field_validation = API_FV_IGNORE;
+	else {
+		fail(r, 400, "BadRequest", "invalid fieldValidation value \"%.32s\": "
+		    "use Strict, Warn or Ignore", fv);
+		return -1;
+	}
+	if (atomic != NULL && (strcmp(atomic, "true") == 0 ||
+	    strcmp(atomic, "1") == 0))
+		o->atomic = 1;
+	else if (atomic != NULL && *atomic != '\0' &&
+	    strcmp(atomic, "false") != 0 && strcmp(atomic, "0") != 0) {
+		fail(r, 400, "BadRequest", "invalid atomic value \"%.32s\": use true "
+		    "or false", atomic);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+writes_allowed(const http_req *req, api_resp *r)
+{
+	/* No token store yet: writes only from this host, so a daemon that
+	 * listens on a public address cannot be written by strangers. */
+	if (req->loopback)
+		return 1;
+	fail(r, 403, "Forbidden", "writes are accepted from loopback clients "
+	    "only while no token is configured");
+	return 0;
+}
+
+static void
+collection(router *rt, const api_kind *k, const http_req *req, api_resp *r)
+{
+	if (strcmp(req->method, "GET") == 0) {
+		api_list_opts lo;
+		const char *limit = req->arg(req->cls, "limit");
+		char *end;
+
+		memset(&lo, 0, sizeof(lo));
+		if (limit != NULL && *limit != '\0') {
+			errno = 0;
+			unsigned long long v = strtoull(limit, &end, 10);
+
+			if (*end != '\0' || errno != 0 || limit[0] == '-') {
+				fail(r, 400, "BadRequest", "invalid limit \"%.32s\": must be "
+				    "a non-negative integer", limit);
+				return;
+			}
+			lo.limit = v;
+		}
+		lo.continue_token = req->arg(req->cls, "continue");
+		lo.label_selector = req->arg(req->cls, "labelSelector");
+		lo.field_selector = req->arg(req->cls, "fieldSelector");
+		api_list(rt->api, k, &lo, r);
+		return;
+	}
+	if (strcmp(req->method, "POST") == 0) {
+		api_write_opts wo;
+		char mt[128];
+		const char *ct = req->header(req->cls, "Content-Type");
+
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+			return;
+		media_type(ct, mt, sizeof(mt));
+		/* curl --data-binary sends application/x-www-form-urlencoded
+		 * unless told otherwise; such a body is taken as the JSON it is. */
+		if (mt[0] != '\0' && strcmp(mt, "application/json") != 0 &&
+		    strcmp(mt, "application/x-www-form-urlencoded") != 0 &&
+		    !is_ndjson(mt)) {
+			fail(r, 415, "UnsupportedMediaType", "the Content-Type \"%.64s\" "
+			    "is not supported: send application/json (one document, a "
+			    "bundle or a List) or application/x-ndjson (one per line)",
+			    mt);
+			return;
+		}
+		api_create(rt->api, k, req->body, req->body_len, is_ndjson(mt), &wo,
+		    r);
+		return;
+	}
+	method_not_allowed(r, req->method);
+}
+
+static void
+item(router *rt, const api_kind *k, const char *name, const http_req *req,
+	api_resp *r)
+{
+	size_t len = strlen(name);
+
+	if (strcmp(req->method, "GET") == 0) {
+		api_get(rt->api, k, name, len, r);
+		return;
+	}
+	if (strcmp(req->method, "DELETE") == 0) {
+		api_write_opts wo;
+
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+			return;
+		api_delete(rt->api, k, name, len, &wo, r);
+		return;
+	}
+	method_not_allowed(r, req->method);
+}
+
+static void
+text(api_resp *r, int code, const char *body)
+{
+	ki_buf_puts(&r->body, body);
+	r->content_type = "text/plain; charset=utf-8";
+	r->code = code;
+}
+
+static void
+readyz(router *rt, api_resp *r)
+{
+	store_txn *t;
+
+	if (store_begin(rt->api->st, 0, &t) != KI_OK) {
+		text(r, 503, "store not ready\n");
+		return;
+	}
+	store_abort(t);
+	text(r, 200, "ok\n");
+}
+
+static void
+metrics(router *rt, api_resp *r)
+{
+	static const char *const classes[] = { "other", "1xx", "2xx", "3xx",
+		"4xx", "5xx" };
+	server_metrics *m = rt->metrics;
+	store_stats ss;
+	ki_buf *b = &r->body;
+
+	ki_buf_puts(b, "# HELP kernelindex_http_requests_total HTTP requests "
+	    "answered, by status class.\n# TYPE kernelindex_http_requests_total "
+	    "counter\n");
+	for (int i = 0; i < 6; i++)
+		ki_buf_printf(b, "kernelindex_http_requests_total{code=\"%s\"} "
+		    "%llu\n", classes[i], (unsigned long long)
+		    __atomic_load_n(&m->requests[i], __ATOMIC_RELAXED));
+	ki_buf_printf(b, "# HELP kernelindex_http_response_bytes_total Bytes of "
+	    "response bodies.\n# TYPE kernelindex_http_response_bytes_total "
+	    "counter\nkernelindex_http_response_bytes_total %llu\n"
+	    "# HELP kernelindex_http_request_duration_seconds_total Time spent "
+	    "answering.\n# TYPE kernelindex_http_request_duration_seconds_total "
+	    "counter\nkernelindex_http_request_duration_seconds_total %.6f\n"
+	    "# HELP kernelindex_http_in_flight Requests being answered.\n"
+	    "# TYPE kernelindex_http_in_flight gauge\nkernelindex_http_in_flight "
+	    "%llu\n",
+	    (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED),
+	    (double)__atomic_load_n(&m->duration_us, __ATOMIC_RELAXED) / 1e6,
+	    (unsigned long long)__atomic_load_n(&m->in_flight, __ATOMIC_RELAXED));
+	if (store_stat(rt->api->st, &ss) == KI_OK)
+		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
+		    "# TYPE kernelindex_store_map_bytes gauge\n"
+		    "kernelindex_store_map_bytes %llu\n"
+		    "# HELP kernelindex_store_used_bytes LMDB pages in use.\n"
+		    "# TYPE kernelindex_store_used_bytes gauge\n"
+		    "kernelindex_store_used_bytes %llu\n",
+		    (unsigned long long)ss.map_size,
+		    (unsigned long long)ss.map_used);
+	{
+		store_txn *t;
+
+		if (store_begin(rt->api->st, 0, &t) == KI_OK) {
+			ki_buf_printf(b, "# HELP kernelindex_store_resource_version The "
+			    "store's resourceVersion.\n# TYPE "
+			    "kernelindex_store_resource_version gauge\n"
+			    "kernelindex_store_resource_version %llu\n",
+			    (unsigned long long)store_rv(t));
+			store_abort(t);
+		}
+	}
+	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	r->code = 200;
+}
+
+static const char *
+mime_of(const char *path)
+{
+	static const struct {
+		const char *ext, *type;
+	} t[] = {
+		{ ".html", "text/html; charset=utf-8" },
+		{ ".js", "text/javascript; charset=utf-8" },
+		{ ".mjs", "text/javascript; charset=utf-8" },
+		{ ".css", "text/css; charset=utf-8" },
+		{ ".json", "application/json" },
+		{ ".svg", "image/svg+xml" },
+		{ ".png", "image/png" },
+		{ ".ico", "image/x-icon" },
+		{ ".txt", "text/plain; charset=utf-8" },
+	};
+	const char *dot = strrchr(path, '.');
+
+	for (size_t i = 0; dot && i < sizeof(t) / sizeof(t[0]); i++) {
+		if (strcmp(dot, t[i].ext) == 0)
+			return t[i].type;
+	}
+	return NULL;
+}
+
+/* Serves a file of the page. Only plain names made of [A-Za-z0-9._-/]
+ * without ".." segments are looked up, so no path escapes static_dir. */
+static void
+static_file(router *rt, const char *path, const http_req *req, api_resp *r)
+{
+	char full[2048];
+	struct stat st;
+	const char *type, *inm;
+	int fd = -1;
+
+	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
+		method_not_allowed(r, req->method);
+		return;
+	}
+	if (strcmp(path, "/") == 0)
+		path = "/index.html";
+	for (const char *p = path; *p; p++) {
+		char c = *p;
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' ||
+		    c == '/')) {
+			not_found(r);
+			return;
+		}
+		if (c == '/' && (p[1] == '.' || p[1] == '/')) {
+			not_found(r);
+			return;
+		}
+	}
+	type = mime_of(path);
+	if (type == NULL ||
+	    (size_t)snprintf(full, sizeof(full), "%s%s", rt->static_dir, path) >=
+	    sizeof(full)) {
+		not_found(r);
+		return;
+	}
+	fd = open(full, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > MAX_STATIC_FILE) {
+		if (fd >= 0)
+			close(fd);
+		not_found(r);
+		return;
+	}
+	snprintf(r->etag, sizeof(r->etag), "\"%llx-%llx\"",
+	    (unsigned long long)st.st_mtime, (unsigned long long)st.st_size);
+	r->cache_control = "no-cache";
+	r->content_type = type;
+	inm = req->header(req->cls, "If-None-Match");
+	if (inm != NULL && strcmp(inm, r->etag) == 0) {
+		close(fd);
+		r->code = 304;
+		return;
+	}
+	if (ki_buf_reserve(&r->body, (size_t)st.st_size) != KI_OK) {
+		close(fd);
+		fail(r, 503, "ServiceUnavailable", "out of memory");
+		return;
+	}
+	while (r->body.len < (size_t)st.st_size) {
+		ssize_t n = read(fd, r->body.data + r->body.len,
+		    (size_t)st.st_size - r->body.len);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		r->body.len += (size_t)n;
+	}
+	r->body.data[r->body.len] = '\0';
+	close(fd);
+	r->code = 200;
+}
+
+void
+router_dispatch(router *rt, const http_req *req, api_resp *r)
+{
+	const char *p = req->path;
+	size_t plen = strlen(API_PREFIX);
+
+	if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0) {
+		text(r, 200, "ok\n");
+		return;
+	}
+	if (strcmp(p, "/readyz") == 0) {
+		readyz(rt, r);
+		return;
+	}
+	if (strcmp(p, "/metrics") == 0) {
+		metrics(rt, r);
+		return;
+	}
+	if (strcmp(p, "/version") == 0) {
+		api_version(r);
+		return;
+	}
+	if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0) {
+		api_discovery_api(r);
+		return;
+	}
+	if (strcmp(p, "/apis") == 0 || strcmp(p, "/apis/") == 0) {
+		api_discovery_apis(r, 0);
+		return;
+	}
+	if (strcmp(p, "/apis/" API_GROUP) == 0) {
+		api_discovery_group(r);
+		return;
+	}
+	if (strncmp(p, "/apis/", 6) == 0 || strncmp(p, "/api/", 5) == 0) {
+		const char *rest, *slash;
+		const api_kind *k;
+
+		if (strncmp(p, API_PREFIX, plen) != 0 ||
+		    (p[plen] != '\0' && p[plen] != '/')) {
+			not_found(r);
+			return;
+		}
+		rest = p + plen;
+		if (*rest == '\0' || strcmp(rest, "/") == 0) {
+			if (strcmp(req->method, "GET") != 0) {
+				method_not_allowed(r, req->method);
+				return;
+			}
+			api_discovery_resources(r);
+			return;
+		}
+		rest++;
+		if (strncmp(rest, "objects/", 8) == 0) {
+			if (strcmp(req->method, "GET") != 0 &&
+			    strcmp(req->method, "HEAD") != 0) {
+				method_not_allowed(r, req->method);
+				return;
+			}
+			api_get_digest(rt->api, rest + 8,
+			    req->header(req->cls, "If-None-Match"), r);
+			return;
+		}
+		slash = strchr(rest, '/');
+		k = api_kind_by_plural(rest, slash ? (size_t)(slash - rest) :
+		    strlen(rest));
+		if (k == NULL) {
+			not_found(r);
+			return;
+		}
+		if (slash == NULL || slash[1] == '\0') {
+			collection(rt, k, req, r);
+			return;
+		}
+		if (strchr(slash + 1, '/') != NULL) {
+			not_found(r);
+			return;
+		}
+		item(rt, k, slash + 1, req, r);
+		return;
+	}
+	static_file(rt, p, req, r);
+}

@@ -1,0 +1,44 @@
+/* server/router.h — maps a decoded HTTP request to an API operation. Kept
+ * apart from libmicrohttpd so that tests and fuzzers can drive it. */
+#ifndef SERVER_ROUTER_H
+#define SERVER_ROUTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/service.h"
+
+typedef struct server_metrics {
+	/* Updated with atomic adds from the HTTP threads. */
+	uint64_t requests[6];       /* by status class: 1xx … 5xx, [0] other */
+	uint64_t bytes_out;
+	uint64_t duration_us;
+	uint64_t writes;
+	uint64_t in_flight;
+} server_metrics;
+
+typedef struct http_req {
+	const char *method;
+	const char *path;           /* decoded, without the query */
+	/* Query parameter and header lookups; NULL when absent. */
+	const char *(*arg)(void *cls, const char *name);
+	const char *(*header)(void *cls, const char *name);
+	void *cls;
+	const char *body;
+	size_t body_len;
+	int loopback;               /* the client connected over loopback */
+} http_req;
+
+typedef struct router {
+	api_ctx *api;
+	const char *static_dir;
+	server_metrics *metrics;
+} router;
+
+/* Fills r for req. r must be initialised (api_resp_init). */
+void router_dispatch(router *rt, const http_req *req, api_resp *r);
+
+/* The largest body accepted for a request with this Content-Type. */
+size_t router_body_limit(const router *rt, const char *content_type);
+
+#endif

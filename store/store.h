@@ -1,0 +1,140 @@
+/* store/store.h — the object store interface: content-addressed objects,
+ * names, natural keys, back-references and the event history.
+ *
+ * Caveats of the LMDB backend, kept by every caller:
+ *  - Open the store once per process and never fork after store_open()
+ *    (LMDB's lock file is per process; a forked child must exec at once).
+ *  - One short transaction per request. A write transaction holds the single
+ *    writer lock until commit or abort; never wait on the network inside one.
+ *  - Every pointer a read returns (store_obj fields) is borrowed from the
+ *    memory map and valid only until the transaction ends: copy what must
+ *    outlive it.
+ *  - store_commit() syncs to disk before it returns, so a write that was
+ *    acknowledged after a successful commit survives a crash.
+ *  - Stale reader slots left by a crashed process are cleared at open.
+ *
+ * Everything returns 0 or a negative KI_* code (lib/ki.h); the store never
+ * logs.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/ki.h"
+
+#define STORE_DIGEST_LEN 32
+#define STORE_MAX_NAME 253
+#define STORE_MAX_NATKEY 1024
+#define STORE_MAX_REFS 8
+
+typedef struct store store;
+typedef struct store_txn store_txn;
+
+typedef struct store_options {
+	uint64_t map_size;     /* bytes of address space for the map */
+	uint64_t history;      /* events kept for watch and resume */
+	int nosync;            /* tests only: skip fsync at commit */
+} store_options;
+
+enum store_event_type {
+	STORE_ADDED = 1,
+	STORE_MODIFIED = 2,
+	STORE_DELETED = 3,
+};
+
+/* One stored object. For a read, every pointer is borrowed (see caveats).
+ * For store_put(), the caller fills every field but seq and rv. json holds
+ * the whole rendered object; the offset/length pairs locate its metadata,
+ * spec and status members inside it so that readers can serve parts
+ * without parsing. */
+typedef struct store_obj {
+	int kind;                        /* small integer, api/kinds.h */
+	uint64_t seq;                    /* internal id, ascending */
+	uint64_t rv;                     /* resourceVersion of the last change */
+	uint8_t digest[STORE_DIGEST_LEN];
+	const char *name;
+	size_t name_len;
+	const char *natkey;              /* natural key, or NULL */
+	size_t natkey_len;
+	const uint8_t *refs;             /* nrefs digests it references */
+	size_t nrefs;
+	const char *json;
+	size_t json_len;
+	uint32_t meta_off, meta_len;
+	uint32_t spec_off, spec_len;
+	uint32_t status_off, status_len;
+} store_obj;
+
+/* Opens (creating if needed) the store in directory dir. On success *out
+ * owns the store; free with store_close(). */
+int store_open(store **out, const char *dir, const store_options *opt);
+void store_close(store *s);
+
+/* Begins a transaction. A write transaction excludes other writers until it
+ * ends. Free with store_commit() or store_abort(). */
+int store_begin(store *s, int write, store_txn **out);
+/* Commits (and syncs); the transaction is freed whatever the result. */
+int store_commit(store_txn *t);
+/* Aborts; the transaction is freed. Safe on NULL. */
+void store_abort(store_txn *t);
+
+/* The store-wide resourceVersion as of this transaction (including puts
+ * made in it). */
+uint64_t store_rv(store_txn *t);
+/* The oldest resourceVersion whose events are still kept (0 when none). */
+uint64_t store_oldest_event(store_txn *t);
+
+int store_get_by_name(store_txn *t, int kind, const char *name, size_t len,
+	store_obj *out);
+int store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+	store_obj *out);
+int store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
+	store_obj *out);
+int store_get_by_seq(store_txn *t, uint64_t seq, store_obj *out);
+
+/* Reserves the resourceVersion that the next store_put()/store_delete() in
+ * this write transaction will record, so the caller can render it into the
+ * object first. Calling it twice without a put returns the same value. */
+uint64_t store_next_rv(store_txn *t);
+
+/* Inserts or replaces (by kind+name) an object. A new object gets a new seq;
+ * a replaced one keeps its seq. Records an ADDED or MODIFIED event holding
+ * the object. o->rv must equal store_next_rv(). On success o->seq is set.
+ * KI_EFULL when the map is full. */
+int store_put(store_txn *t, store_obj *o);
+
+/* Deletes kind+name, recording a DELETED event whose object is json
+ * (the final rendered state, with the deleting resourceVersion).
+ * KI_ENOTFOUND if absent. */
+int store_delete(store_txn *t, int kind, const char *name, size_t len,
+	const char *json, size_t json_len);
+
+/* Calls fn for each object of kind in name order, starting after
+ * (excluding) the name `after` (NULL or empty: from the start), until fn
+ * returns non-zero (that value is returned) or the kind ends (0). */
+typedef int (*store_each_fn)(void *arg, const store_obj *o);
+int store_list(store_txn *t, int kind, const char *after, size_t after_len,
+	store_each_fn fn, void *arg);
+/* Number of objects of kind. */
+int store_count(store_txn *t, int kind, uint64_t *out);
+
+/* Calls fn for each object whose refs include digest. */
+int store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+	store_each_fn fn, void *arg);
+
+/* One recorded event: type and the object as it was (borrowed). */
+typedef int (*store_event_fn)(void *arg, int type, const store_obj *o);
+/* Calls fn for each event with resourceVersion > rv in order. KI_EGONE
+ * when events after rv were already trimmed. */
+int store_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
+	void *arg);
+
+/* Statistics for /metrics. */
+typedef struct store_stats {
+	uint64_t map_size, map_used, page_size, entries;
+} store_stats;
+int store_stat(store *s, store_stats *out);
+
+#endif

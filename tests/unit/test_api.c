@@ -1,0 +1,350 @@
+/* tests/unit/test_api.c — the API operations over a real store, without
+ * HTTP: the seed's round trip, idempotence, conflicts, digest checks and
+ * validation causes. */
+#include <CUnit/CUnit.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/object.h"
+#include "api/schema.h"
+#include "api/service.h"
+#include "tests/unit/tests.h"
+
+static store *st;
+static char *dir;
+static ki_limits lim = { 1u << 20, 1u << 24, 32, 1000, 100 };
+static api_ctx ctx;
+
+static double
+fixed_now(void)
+{
+	return 1764672000.0; /* 2025-12-02T10:40:00Z */
+}
+
+static int
+setup(void)
+{
+	store_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.map_size = 64u << 20;
+	o.nosync = 1;
+	if ((dir = tests_tmpdir()) == NULL || store_open(&st, dir, &o) != KI_OK)
+		return -1;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.st = st;
+	ctx.lim = &lim;
+	ctx.now = fixed_now;
+	return 0;
+}
+
+static int
+teardown(void)
+{
+	store_close(st);
+	tests_rmdir(dir);
+	free(dir);
+	return 0;
+}
+
+static char *
+seed_text(size_t *len)
+{
+	return tests_read_shared("seed/embedding-full-huggingface-a100.json", len);
+}
+
+static int
+post(const api_kind *k, const char *body, const api_write_opts *o,
+	api_resp *r)
+{
+	api_write_opts none = { 0, API_FV_WARN, 0 };
+
+	api_resp_init(r);
+	api_create(&ctx, k, body, strlen(body), 0, o ? o : &none, r);
+	return r->code;
+}
+
+static uint64_t
+current_rv(void)
+{
+	store_txn *t;
+	uint64_t rv;
+
+	if (store_begin(st, 0, &t) != KI_OK)
+		return UINT64_MAX;
+	rv = store_rv(t);
+	store_abort(t);
+	return rv;
+}
+
+static void
+test_seed_roundtrip(void)
+{
+	size_t len;
+	char *seed = seed_text(&len);
+	const api_kind *runs = api_kind_by_id(API_RUN);
+	const api_kind *protos = api_kind_by_id(API_PROTOCOL);
+	api_resp r;
+	struct json_object *o, *spec, *v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seed);
+	CU_ASSERT_EQUAL(post(runs, seed, NULL, &r), 201);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"kind\":\"UploadResult\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"created\":3"));
+	api_resp_free(&r);
+	/* Identical again: unchanged, 200, nothing written. */
+	{
+		uint64_t rv = current_rv();
+
+		CU_ASSERT_EQUAL(post(runs, seed, NULL, &r), 200);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"unchanged\":3"));
+		CU_ASSERT_EQUAL(current_rv(), rv);
+		api_resp_free(&r);
+	}
+	api_resp_init(&r);
+	api_get(&ctx, protos, "liger-bench-do-bench-full", 25, &r);
+	CU_ASSERT_EQUAL(r.code, 200);
+	o = json_tokener_parse(r.body.data);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT(json_object_object_get_ex(o, "spec", &spec));
+	CU_ASSERT(json_object_object_get_ex(o, "status", &v));
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(
+	    json_object_object_get(v, "digest")), "sha256:5b02ee9a2140fbc6fcc1c89"
+	    "800f6c177ba22718c8897cb532bf0ba91867c1e58");
+	json_object_put(o);
+	api_resp_free(&r);
+	/* By digest: the canonical content, whose SHA-256 is the digest. */
+	api_resp_init(&r);
+	api_get_digest(&ctx, "sha256:90c9e2764222f592477cfccf3373519add5a1b8815"
+	    "63956ad058c4f99e41b6b9", NULL, &r);
+	CU_ASSERT_EQUAL(r.code, 200);
+	{
+		uint8_t d[API_DIGEST_LEN];
+		char hex[API_DIGEST_STRLEN + 1];
+
+		api_sha256(r.body.data, r.body.len, d);
+		api_digest_format(d, hex);
+		CU_ASSERT_STRING_EQUAL(hex, "sha256:90c9e2764222f592477cfccf3373519a"
+		    "dd5a1b881563956ad058c4f99e41b6b9");
+	}
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.etag, "90c9e276"));
+	CU_ASSERT_PTR_NOT_NULL(r.cache_control);
+	api_resp_free(&r);
+	api_resp_init(&r);
+	api_get_digest(&ctx, "sha256:90c9e2764222f592477cfccf3373519add5a1b8815"
+	    "63956ad058c4f99e41b6b9", "\"sha256:90c9e2764222f592477cfccf3373519a"
+	    "dd5a1b881563956ad058c4f99e41b6b9\"", &r);
+	CU_ASSERT_EQUAL(r.code, 304);
+	api_resp_free(&r);
+	/* The run shows its protocol and environment resolved, the workload
+	 * and implementation not. */
+	api_resp_init(&r);
+	api_get(&ctx, runs, "liger-embedding-full-huggingface-nvidia-a100-sxm4-"
+	    "80gb-batch8-hidden4096-seq2048-vocab131072-fp32-20", 100, &r);
+	CU_ASSERT_EQUAL(r.code, 200);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"protocol\":{\"digest\":"
+	    "\"sha256:5b02ee9a2140fbc6fcc1c89800f6c177ba22718c8897cb532bf0ba91867"
+	    "c1e58\",\"name\":\"liger-bench-do-bench-full\",\"resolved\":true}"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"reason\":"
+	    "\"UnresolvedReferences\""));
+	api_resp_free(&r);
+	free(seed);
+}
+
+static void
+test_conflict_and_tamper(void)
+{
+	size_t len;
+	char *seed = seed_text(&len);
+	const api_kind *runs = api_kind_by_id(API_RUN);
+	struct json_object *o, *t;
+	api_resp r;
+	uint64_t rv;
+	const char *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seed);
+	o = json_tokener_parse(seed);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	/* Same name, other content: 409 AlreadyExists, nothing written. */
+	t = json_object_object_get(json_object_object_get(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "run"), "spec"),
+	    "timing"), "latencyNs"), "median") ? o : NULL;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+	json_object_object_add(json_object_object_get(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "run"), "spec"),
+	    "timing"), "latencyNs"), "median", json_object_new_int(7489377));
+	json_object_object_add(json_object_object_get(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "run"), "spec"),
+	    "sourceNative"), "metrics"), "ms_50", json_object_new_double(7.489377));
+	rv = current_rv();
+	text = json_object_to_json_string(o);
+	CU_ASSERT_EQUAL(post(runs, text, NULL, &r), 409);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"reason\":\"AlreadyExists\""));
+	CU_ASSERT_EQUAL(current_rv(), rv);
+	api_resp_free(&r);
+	/* Renamed but the same source row: still 409 by the natural key. */
+	json_object_object_add(json_object_object_get(json_object_object_get(o,
+	    "run"), "metadata"), "name", json_object_new_string("other-name"));
+	text = json_object_to_json_string(o);
+	CU_ASSERT_EQUAL(post(runs, text, NULL, &r), 409);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "liger-kernel-bench"));
+	api_resp_free(&r);
+	json_object_put(o);
+
+	/* A tampered protocol: 422 naming both digests, nothing stored. */
+	o = json_tokener_parse(seed);
+	json_object_object_add(json_object_object_get(json_object_object_get(
+	    json_object_object_get(o, "protocol"), "spec"), "measurement"),
+	    "timer", json_object_new_string("wall_clock"));
+	json_object_object_add(json_object_object_get(json_object_object_get(o,
+	    "protocol"), "metadata"), "name",
+	    json_object_new_string("tampered-protocol"));
+	json_object_object_add(json_object_object_get(json_object_object_get(o,
+	    "run"), "metadata"), "name", json_object_new_string("tampered"));
+	text = json_object_to_json_string(o);
+	CU_ASSERT_EQUAL(post(runs, text, NULL, &r), 422);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "run.spec.protocolDigest"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "sha256:5b02ee9a"));
+	CU_ASSERT_EQUAL(current_rv(), rv);
+	api_resp_free(&r);
+	api_resp_init(&r);
+	api_get(&ctx, api_kind_by_id(API_PROTOCOL), "tampered-protocol", 17, &r);
+	CU_ASSERT_EQUAL(r.code, 404);
+	api_resp_free(&r);
+	json_object_put(o);
+	free(seed);
+}
+
+/* Posts body to the protocols collection and expects code and each of the
+ * substrings (NULL-terminated) in the answer. */
+static void
+expect(const char *body, int code, const char *const *subs)
+{
+	api_resp r;
+	uint64_t rv = current_rv();
+
+	CU_ASSERT_EQUAL(post(api_kind_by_id(API_PROTOCOL), body, NULL, &r), code);
+	for (; *subs != NULL; subs++) {
+		if (strstr(r.body.data, *subs) == NULL) {
+			fprintf(stderr, "\n  missing \"%s\" in %s\n", *subs, r.body.data);
+			CU_FAIL("expected text missing");
+		}
+	}
+	CU_ASSERT_EQUAL(current_rv(), rv);
+	api_resp_free(&r);
+}
+
+#define PROTO_OK "\"measurement\":{\"timer\":\"cuda_events\"," \
+	"\"primaryStatistic\":\"median\"}"
+
+static void
+test_validation(void)
+{
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
+	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"Bad_Name\"},"
+	    "\"spec\":{\"measurement\":{\"timer\":\"sundial\"}}}", 422,
+	    (const char *const[]){ "metadata.name", "spec.measurement.timer",
+	    "spec.measurement.primaryStatistic", "FieldValueNotSupported",
+	    "FieldValueRequired", "\"kind\":\"BenchmarkProtocol\"", NULL });
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
+	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"p\","
+	    "\"labels\":{\"bad key!\":\"v\",\"ok\":\"-bad-\"}},\"spec\":{"
+	    PROTO_OK "}}", 422, (const char *const[]){ "metadata.labels",
+	    "metadata.labels.ok", NULL });
+	expect("{\"apiVersion\":\"v1\",\"kind\":\"BenchmarkProtocol\","
+	    "\"metadata\":{\"name\":\"p\"},\"spec\":{" PROTO_OK "}}", 400,
+	    (const char *const[]){ "\\\"v1\\\" is not served", NULL });
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\",\"kind\":\"Pod\","
+	    "\"metadata\":{\"name\":\"p\"},\"spec\":{}}", 400,
+	    (const char *const[]){ "no kind \\\"Pod\\\"", NULL });
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
+	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"p\"},"
+	    "\"spec\":{" PROTO_OK ",\"measurement\":{}}}", 400,
+	    (const char *const[]){ "duplicate field", "spec.measurement",
+	    NULL });
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\",", 400,
+	    (const char *const[]){ "not valid JSON", NULL });
+	expect("{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
+	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"p\"},"
+	    "\"spec\":{\"measurement\":{\"timer\":\"cuda_events\","
+	    "\"primaryStatistic\":\"median\",\"warmupMs\":-1,"
+	    "\"repetitions\":1.5}}}", 422, (const char *const[]){
+	    "spec.measurement.warmupMs", "greater than or equal to 0",
+	    "spec.measurement.repetitions", "integer", NULL });
+}
+
+static void
+test_unknown_fields(void)
+{
+	const char *doc = "{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
+	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"uf\"},"
+	    "\"spec\":{" PROTO_OK ",\"bogus\":1}}";
+	api_write_opts strict = { 0, API_FV_STRICT, 0 };
+	api_write_opts warn = { 0, API_FV_WARN, 0 };
+	api_write_opts dry = { 1, API_FV_IGNORE, 0 };
+	api_resp r;
+	uint64_t rv = current_rv();
+
+	CU_ASSERT_EQUAL(post(api_kind_by_id(API_PROTOCOL), doc, &strict, &r), 400);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data,
+	    "unknown field \\\"spec.bogus\\\""));
+	CU_ASSERT_EQUAL(current_rv(), rv);
+	api_resp_free(&r);
+	CU_ASSERT_EQUAL(post(api_kind_by_id(API_PROTOCOL), doc, &dry, &r), 201);
+	CU_ASSERT_EQUAL(current_rv(), rv);
+	api_resp_free(&r);
+	CU_ASSERT_EQUAL(post(api_kind_by_id(API_PROTOCOL), doc, &warn, &r), 201);
+	CU_ASSERT_EQUAL(r.nwarnings, 1);
+	if (r.nwarnings == 1)
+		CU_ASSERT_STRING_EQUAL(r.warnings[0], "unknown field \"spec.bogus\"");
+	/* Pruned: what is stored is what the schema knows. */
+	CU_ASSERT_PTR_NULL(strstr(r.body.data, "bogus"));
+	CU_ASSERT_EQUAL(current_rv(), rv + 1);
+	api_resp_free(&r);
+}
+
+static void
+test_syntax_checks(void)
+{
+	double t;
+
+	CU_ASSERT_TRUE(api_is_dns_subdomain("a.b-c.d", 7));
+	CU_ASSERT_FALSE(api_is_dns_subdomain("-a", 2));
+	CU_ASSERT_FALSE(api_is_dns_subdomain("a..b", 4));
+	CU_ASSERT_FALSE(api_is_dns_subdomain("A", 1));
+	CU_ASSERT_TRUE(api_is_label_key("kernelindex.dev/gpu", 19));
+	CU_ASSERT_FALSE(api_is_label_key("/gpu", 4));
+	CU_ASSERT_FALSE(api_is_label_key("a/b/c", 5));
+	CU_ASSERT_TRUE(api_is_label_value("", 0));
+	CU_ASSERT_TRUE(api_is_label_value("0.2.1", 5));
+	CU_ASSERT_FALSE(api_is_label_value("a b", 3));
+	CU_ASSERT_TRUE(api_parse_time("2024-09-03T15:33:28.000Z", &t));
+	CU_ASSERT_DOUBLE_EQUAL(t, 1725377608.0, 1e-6);
+	CU_ASSERT_TRUE(api_parse_time("2024-09-03T17:33:28+02:00", &t));
+	CU_ASSERT_DOUBLE_EQUAL(t, 1725377608.0, 1e-6);
+	CU_ASSERT_FALSE(api_parse_time("2024-02-30T00:00:00Z", &t));
+	CU_ASSERT_FALSE(api_parse_time("2024-09-03 15:33:28Z", &t));
+	CU_ASSERT_FALSE(api_parse_time("2024-09-03T15:33:28", &t));
+	CU_ASSERT_TRUE(api_parse_time("2024-02-29T00:00:00Z", &t));
+}
+
+int
+test_api_register(void)
+{
+	CU_pSuite s = CU_add_suite("api", setup, teardown);
+
+	if (s == NULL ||
+	    CU_add_test(s, "seed: create, idempotent, by name and digest",
+	        test_seed_roundtrip) == NULL ||
+	    CU_add_test(s, "conflicts and a tampered bundle change nothing",
+	        test_conflict_and_tamper) == NULL ||
+	    CU_add_test(s, "validation reports every cause", test_validation) ==
+	        NULL ||
+	    CU_add_test(s, "fieldValidation and dryRun", test_unknown_fields) ==
+	        NULL ||
+	    CU_add_test(s, "names, labels and times", test_syntax_checks) == NULL)
+		return -1;
+	return 0;
+}

@@ -1,0 +1,367 @@
+/* tests/unit/test_store.c — the LMDB store: names, digests, natural keys,
+ * back-references, listing, events, persistence and a full map. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "tests/unit/tests.h"
+
+static store_options
+opts(uint64_t map)
+{
+	store_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.map_size = map;
+	o.history = 1000;
+	o.nosync = 1;
+	return o;
+}
+
+/* Puts kind/name with a digest made of one byte and a small JSON body. */
+static int
+put(store_txn *t, int kind, const char *name, uint8_t dbyte,
+	const char *natkey, const uint8_t *refs, size_t nrefs)
+{
+	char json[256];
+	store_obj o;
+
+	memset(&o, 0, sizeof(o));
+	snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"%s\"},"
+	    "\"spec\":{\"d\":%u},\"status\":{}}", name, dbyte);
+	o.kind = kind;
+	o.rv = store_next_rv(t);
+	memset(o.digest, dbyte, sizeof(o.digest));
+	o.name = name;
+	o.name_len = strlen(name);
+	o.natkey = natkey;
+	o.natkey_len = natkey ? strlen(natkey) : 0;
+	o.refs = refs;
+	o.nrefs = nrefs;
+	o.json = json;
+	o.json_len = strlen(json);
+	o.meta_off = 12;
+	o.meta_len = (uint32_t)(strlen(name) + 11);
+	return store_put(t, &o);
+}
+
+static void
+test_put_get(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	store_obj ob;
+	uint8_t d[32];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 0);
+	CU_ASSERT_EQUAL(put(t, 1, "alpha", 0xaa, "src\x1f" "row1", NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 2, "alpha", 0xbb, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 2);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 2);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "alpha", 5, &ob), KI_OK);
+	CU_ASSERT_EQUAL(ob.kind, 1);
+	CU_ASSERT_EQUAL(ob.rv, 1);
+	CU_ASSERT_EQUAL(ob.digest[0], 0xaa);
+	CU_ASSERT(ob.json_len > 0 && memcmp(ob.json, "{\"metadata\"", 11) == 0);
+	/* Same name, other kind: another object. */
+	CU_ASSERT_EQUAL(store_get_by_name(t, 2, "alpha", 5, &ob), KI_OK);
+	CU_ASSERT_EQUAL(ob.digest[0], 0xbb);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 3, "alpha", 5, &ob), KI_ENOTFOUND);
+	memset(d, 0xbb, sizeof(d));
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_OK);
+	CU_ASSERT_EQUAL(ob.kind, 2);
+	memset(d, 0xcc, sizeof(d));
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_get_by_natkey(t, 1, "src\x1f" "row1", 8, &ob), KI_OK);
+	CU_ASSERT_EQUAL(ob.name_len, 5);
+	CU_ASSERT_EQUAL(store_get_by_natkey(t, 2, "src\x1f" "row1", 8, &ob),
+	    KI_ENOTFOUND);
+	store_abort(t);
+	store_close(s);
+
+	/* Everything survives a reopen. */
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 2);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "alpha", 5, &ob), KI_OK);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+static void
+test_abort_discards(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	store_obj ob;
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "gone", 1, NULL, NULL, 0), KI_OK);
+	store_abort(t);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "gone", 4, &ob), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_rv(t), 0);
+	store_abort(t);
+	/* A put whose rv is not the next one is refused. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	{
+		store_obj bad;
+
+		memset(&bad, 0, sizeof(bad));
+		bad.kind = 1;
+		bad.rv = 7;
+		bad.name = "x";
+		bad.name_len = 1;
+		bad.json = "{}";
+		bad.json_len = 2;
+		CU_ASSERT_EQUAL(store_put(t, &bad), KI_EINVAL);
+	}
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+typedef struct names {
+	char got[16][16];
+	int n;
+} names;
+
+static int
+collect(void *arg, const store_obj *o)
+{
+	names *a = arg;
+
+	if (a->n >= 16)
+		return 1;
+	snprintf(a->got[a->n++], 16, "%.*s", (int)o->name_len, o->name);
+	return 0;
+}
+
+static int
+stop_after_two(void *arg, const store_obj *o)
+{
+	names *a = arg;
+
+	collect(arg, o);
+	return a->n == 2 ? 42 : 0;
+}
+
+static void
+test_list_and_delete(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	names a;
+	uint64_t count;
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "c", 3, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "a", 1, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "b", 2, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 2, "a", 9, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list(t, 1, NULL, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 3);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "a");
+	CU_ASSERT_STRING_EQUAL(a.got[2], "c");
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list(t, 1, "a", 1, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 2);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "b");
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list(t, 1, NULL, 0, stop_after_two, &a), 42);
+	CU_ASSERT_EQUAL(a.n, 2);
+	CU_ASSERT_EQUAL(store_count(t, 2, &count), KI_OK);
+	CU_ASSERT_EQUAL(count, 1);
+	store_abort(t);
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, "{}", 2), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, "{}", 2), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_rv(t), 5);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_count(t, 1, &count), KI_OK);
+	CU_ASSERT_EQUAL(count, 2);
+	{
+		uint8_t d[32];
+		store_obj ob;
+
+		memset(d, 2, sizeof(d));
+		CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+	}
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+typedef struct evs {
+	int types[32];
+	uint64_t rvs[32];
+	int n;
+} evs;
+
+static int
+on_event(void *arg, int type, const store_obj *o)
+{
+	evs *e = arg;
+
+	if (e->n < 32) {
+		e->types[e->n] = type;
+		e->rvs[e->n++] = o->rv;
+	}
+	return 0;
+}
+
+static void
+test_events_and_refs(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	evs e;
+	names a;
+	uint8_t refs[64];
+
+	memset(refs, 0x11, 32);
+	memset(refs + 32, 0x22, 32);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "r1", 0x31, NULL, refs, 2), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "r2", 0x32, NULL, refs + 32, 1), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "r1", 0x31, NULL, refs, 2), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "r2", 2, "{}", 2), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 0, on_event, &e), KI_OK);
+	CU_ASSERT_EQUAL(e.n, 4);
+	CU_ASSERT_EQUAL(e.types[0], STORE_ADDED);
+	CU_ASSERT_EQUAL(e.types[2], STORE_MODIFIED);
+	CU_ASSERT_EQUAL(e.types[3], STORE_DELETED);
+	CU_ASSERT_EQUAL(e.rvs[3], 4);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 2, on_event, &e), KI_OK);
+	CU_ASSERT_EQUAL(e.n, 2);
+	CU_ASSERT_EQUAL(e.rvs[0], 3);
+	/* 0x22 was referenced by r1 and by the deleted r2: only r1 is left. */
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_each_referrer(t, refs + 32, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 1);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "r1");
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+static void
+test_history_trimmed(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	evs e;
+	char name[16];
+
+	o.history = 100;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (int i = 0; i < 250; i++) {
+		snprintf(name, sizeof(name), "n%03d", i);
+		CU_ASSERT_EQUAL(put(t, 1, name, (uint8_t)i, NULL, NULL, 0), KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_oldest_event(t), 151);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 10, on_event, &e), KI_EGONE);
+	CU_ASSERT_EQUAL(store_events_since(t, 150, on_event, &e), KI_OK);
+	CU_ASSERT_EQUAL(e.n, 32);  /* capped by the collector */
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+static void
+test_map_full(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(1u << 20);
+	store *s;
+	store_txn *t;
+	store_obj ob;
+	char name[32];
+	int rc = KI_OK, i;
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put(t, 1, "first", 1, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	/* Fill a 1 MiB map: the put fails with KI_EFULL, nothing is half
+	 * written, and reads keep working. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (i = 0; i < 100000 && rc == KI_OK; i++) {
+		snprintf(name, sizeof(name), "filler-%06d", i);
+		rc = put(t, 1, name, (uint8_t)i, NULL, NULL, 0);
+	}
+	CU_ASSERT_EQUAL(rc, KI_EFULL);
+	store_abort(t);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "first", 5, &ob), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "filler-000000", 13, &ob),
+	    KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_rv(t), 1);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+int
+test_store_register(void)
+{
+	CU_pSuite s = CU_add_suite("store", NULL, NULL);
+
+	if (s == NULL ||
+	    CU_add_test(s, "put, get by name/digest/natural key, reopen",
+	        test_put_get) == NULL ||
+	    CU_add_test(s, "abort discards, wrong rv refused",
+	        test_abort_discards) == NULL ||
+	    CU_add_test(s, "list in name order, paging, delete",
+	        test_list_and_delete) == NULL ||
+	    CU_add_test(s, "events and back-references", test_events_and_refs) ==
+	        NULL ||
+	    CU_add_test(s, "history is trimmed, old rv is gone",
+	        test_history_trimmed) == NULL ||
+	    CU_add_test(s, "a full map fails cleanly", test_map_full) == NULL)
+		return -1;
+	return 0;
+}
