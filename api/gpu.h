@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Element types the cost model and the peak rates know. */
 enum api_dtype {
 	API_DT_UNKNOWN = 0,
@@ -77,5 +81,9 @@ const api_gpu *api_gpu_match_hardware(struct json_object *hardware);
  * for float64 and unknown types (a conservative high rate is not needed
  * there: no Liger kernel is float64). */
 double api_gpu_matrix_rate(const api_gpu *g, enum api_dtype dt);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -129,6 +129,23 @@ fail:
 	return KI_EINVAL;
 }
 
+struct json_object *
+api_json_parse_len(const char *s, size_t n)
+{
+	json_tokener *tok;
+	struct json_object *o;
+
+	if (n > INT32_MAX || (tok = json_tokener_new()) == NULL)
+		return NULL;
+	o = json_tokener_parse_ex(tok, s, (int)n);
+	if (json_tokener_get_error(tok) != json_tokener_success && o != NULL) {
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
 /* Joins a prefix and a field path: ("run", "spec.x") -> "run.spec.x". */
 static void
 join(char *out, size_t n, const char *prefix, const char *field)
@@ -456,6 +473,18 @@ api_format_time(double secs, ki_buf *out)
 	ki_buf_puts(out, b);
 }
 
+/* A deep copy (labels and annotations are edited later; a shared
+ * reference would edit the upload's tree too). */
+static struct json_object *
+copy_value(struct json_object *v)
+{
+	struct json_object *c = NULL;
+
+	if (json_object_deep_copy(v, &c, NULL) != 0)
+		return NULL;
+	return c;
+}
+
 static void
 new_uid(char out[37])
 {
@@ -483,36 +512,30 @@ new_uid(char out[37])
 	out[j] = '\0';
 }
 
-int
-api_new_metadata(struct json_object *doc_meta, uint64_t rv, double now,
-	ki_buf *out)
+struct json_object *
+api_new_metadata(struct json_object *doc_meta, double now)
 {
 	static const char *const keep[] = { "name", "title", "labels",
 		"annotations", NULL };
 	struct json_object *m = json_object_new_object(), *v;
-	char uid[37], rvs[24];
+	char uid[37];
 	ki_buf ts;
-	int rc;
 
 	if (m == NULL)
-		return KI_ENOMEM;
+		return NULL;
 	for (const char *const *k = keep; *k != NULL; k++) {
 		if (json_object_object_get_ex(doc_meta, *k, &v) && v != NULL)
-			json_object_object_add(m, *k, json_object_get(v));
+			json_object_object_add(m, *k, copy_value(v));
 	}
 	new_uid(uid);
-	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
 	ki_buf_init(&ts);
 	api_format_time(now, &ts);
 	json_object_object_add(m, "uid", json_object_new_string(uid));
-	json_object_object_add(m, "resourceVersion", json_object_new_string(rvs));
 	json_object_object_add(m, "generation", json_object_new_int(1));
 	json_object_object_add(m, "creationTimestamp",
 	    json_object_new_string(ts.data ? ts.data : ""));
 	ki_buf_free(&ts);
-	rc = api_jcs_serialize(m, out);
-	json_object_put(m);
-	return rc;
+	return m;
 }
 
 int

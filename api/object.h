@@ -43,6 +43,10 @@ void api_doc_free(api_doc *d);
 int api_json_parse(const char *text, size_t len, int max_depth,
 	struct json_object **out, api_status *st);
 
+/* Parses n bytes of trusted JSON (stored by this server) into a tree the
+ * caller puts, or NULL. */
+struct json_object *api_json_parse_len(const char *s, size_t n);
+
 /* Validates obj (consumed: d owns it) as a document of some kind at path
  * prefix `path` ("" for a lone document). expect, if non-NULL, is the kind
  * the collection requires. Problems: causes on st (422), or st->code 400
@@ -59,11 +63,11 @@ int api_render(const api_kind *k, const char *meta, size_t meta_len,
 	const char *spec, size_t spec_len, const char *status,
 	size_t status_len, ki_buf *out, store_obj *o);
 
-/* Appends the JCS text of the metadata of a new object: the document's
- * name, title, labels, annotations plus uid, creationTimestamp (now),
- * resourceVersion rv and generation 1. */
-int api_new_metadata(struct json_object *doc_meta, uint64_t rv, double now,
-	ki_buf *out);
+/* The metadata of a new object: the document's name, title, labels and
+ * annotations plus uid, creationTimestamp (now) and generation 1. The
+ * caller puts it; resourceVersion is set when it is stored. NULL on OOM. */
+struct json_object *api_new_metadata(struct json_object *doc_meta,
+	double now);
 
 /* Appends an RFC 3339 UTC timestamp with seconds ("2026-12-02T10:45:35Z"). */
 void api_format_time(double secs, ki_buf *out);

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "api/jcs.h"
+#include "api/labels.h"
 #include "api/object.h"
+#include "api/table.h"
 
 #define CT_JSON "application/json"
 #define MAX_PARTS 6
@@ -217,81 +219,158 @@ typedef struct refresh_arg {
 	int rc;
 } refresh_arg;
 
-/* Re-renders a stored object with a fresh status and the next rv. The
- * source o is borrowed from the map and must be copied before the put. */
+/* Renders and stores one object of kind k: meta (borrowed; its
+ * resourceVersion is set here, and for runs its derived labels), the
+ * canonical spec bytes, the digest and references. Every input must stay
+ * valid across the put: none may point into the map. */
+static int
+store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
+	struct json_object *meta, const char *spec, size_t spec_len,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	const char *name, const char *natkey, size_t natkey_len)
+{
+	struct json_object *labels = NULL, *spec_obj = NULL;
+	ki_buf metab, status, json, lblob, fblob;
+	store_obj o;
+	char rvs[24];
+	int rc;
+
+	ki_buf_init(&metab);
+	ki_buf_init(&status);
+	ki_buf_init(&json);
+	ki_buf_init(&lblob);
+	ki_buf_init(&fblob);
+	memset(&o, 0, sizeof(o));
+	o.kind = k->id;
+	o.rv = store_next_rv(txn);
+	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
+	json_object_object_add(meta, "resourceVersion",
+	    json_object_new_string(rvs));
+	if (!json_object_object_get_ex(meta, "labels", &labels) ||
+	    labels == NULL) {
+		labels = json_object_new_object();
+		if (labels == NULL) {
+			rc = KI_ENOMEM;
+			goto out;
+		}
+		json_object_object_add(meta, "labels", labels);
+	}
+	if (k->id == API_RUN) {
+		if ((spec_obj = api_json_parse_len(spec, spec_len)) == NULL) {
+			rc = KI_ESTORE;
+			goto out;
+		}
+		rc = api_run_derive_labels(txn, spec_obj, refs, nrefs, labels);
+		if (rc != KI_OK)
+			goto out;
+	}
+	if (json_object_object_length(labels) == 0)
+		json_object_object_del(meta, "labels");
+	else if ((rc = api_labels_encode(labels, &lblob)) != KI_OK ||
+	    (rc = api_labels_facets(labels, k->id == API_RUN, &fblob)) != KI_OK)
+		goto out;
+	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
+		goto out;
+	rc = api_compute_status(txn, k, digest, refs, nrefs, ctx->now(),
+	    &status);
+	if (rc != KI_OK)
+		goto out;
+	rc = api_render(k, metab.data, metab.len, spec, spec_len, status.data,
+	    status.len, &json, &o);
+	if (rc != KI_OK)
+		goto out;
+	memcpy(o.digest, digest, API_DIGEST_LEN);
+	o.name = name;
+	o.name_len = strlen(name);
+	o.natkey = natkey_len ? natkey : NULL;
+	o.natkey_len = natkey_len;
+	o.refs = nrefs ? refs : NULL;
+	o.nrefs = nrefs;
+	o.labels = lblob.len ? lblob.data : NULL;
+	o.labels_len = lblob.len;
+	o.facets = fblob.len ? fblob.data : NULL;
+	o.facets_len = fblob.len;
+	rc = store_put(txn, &o);
+out:
+	if (spec_obj != NULL)
+		json_object_put(spec_obj);
+	ki_buf_free(&metab);
+	ki_buf_free(&status);
+	ki_buf_free(&json);
+	ki_buf_free(&lblob);
+	ki_buf_free(&fblob);
+	return rc;
+}
+
+/* Copies what a stored object o (borrowed from the map) needs to be
+ * stored again, for rerender() and patches. */
+typedef struct stored_copy {
+	const api_kind *kind;
+	struct json_object *meta;
+	ki_buf spec, name, natkey, refs, status;
+	uint8_t digest[API_DIGEST_LEN];
+	size_t nrefs;
+	uint64_t rv;
+} stored_copy;
+
+static void
+stored_copy_free(stored_copy *c)
+{
+	if (c->meta != NULL)
+		json_object_put(c->meta);
+	ki_buf_free(&c->spec);
+	ki_buf_free(&c->name);
+	ki_buf_free(&c->natkey);
+	ki_buf_free(&c->refs);
+	ki_buf_free(&c->status);
+	memset(c, 0, sizeof(*c));
+}
+
+static int
+stored_copy_make(stored_copy *c, const store_obj *o)
+{
+	memset(c, 0, sizeof(*c));
+	c->kind = api_kind_by_id(o->kind);
+	if (c->kind == NULL)
+		return KI_ESTORE;
+	c->meta = api_json_parse_len(o->json + o->meta_off, o->meta_len);
+	if (c->meta == NULL)
+		return KI_ESTORE;
+	ki_buf_append(&c->spec, o->json + o->spec_off, o->spec_len);
+	ki_buf_append(&c->status, o->json + o->status_off, o->status_len);
+	ki_buf_append(&c->name, o->name, o->name_len);
+	ki_buf_append(&c->natkey, o->natkey ? o->natkey : "", o->natkey_len);
+	ki_buf_append(&c->refs, o->refs ? (const char *)o->refs : "",
+	    o->nrefs * API_DIGEST_LEN);
+	memcpy(c->digest, o->digest, API_DIGEST_LEN);
+	c->nrefs = o->nrefs;
+	c->rv = o->rv;
+	if (c->spec.oom || c->name.oom || c->natkey.oom || c->refs.oom ||
+	    c->status.oom)
+		return KI_ENOMEM;
+	return KI_OK;
+}
+
+static int
+stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c)
+{
+	return store_object(ctx, txn, c->kind, c->meta, c->spec.data,
+	    c->spec.len, c->digest, (const uint8_t *)c->refs.data, c->nrefs,
+	    c->name.data, c->natkey.data, c->natkey.len);
+}
+
+/* Re-renders a stored object with a fresh status, labels and the next
+ * rv. */
 static int
 rerender(api_ctx *ctx, store_txn *txn, const store_obj *o)
 {
-	const api_kind *k = api_kind_by_id(o->kind);
-	struct json_object *meta = NULL;
-	ki_buf metab, spec, status, json, name, natkey, refs;
-	store_obj n;
-	uint64_t rv = store_next_rv(txn);
-	char rvs[24];
-	int rc = KI_ENOMEM;
+	stored_copy c;
+	int rc = stored_copy_make(&c, o);
 
-	ki_buf_init(&metab);
-	ki_buf_init(&spec);
-	ki_buf_init(&status);
-	ki_buf_init(&json);
-	ki_buf_init(&name);
-	ki_buf_init(&natkey);
-	ki_buf_init(&refs);
-	if (k == NULL) {
-		rc = KI_ESTORE;
-		goto out;
-	}
-	meta = json_tokener_parse(ki_buf_append(&metab, o->json + o->meta_off,
-	    o->meta_len) == KI_OK ? metab.data : "");
-	if (meta == NULL) {
-		rc = KI_ESTORE;
-		goto out;
-	}
-	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)rv);
-	json_object_object_add(meta, "resourceVersion",
-	    json_object_new_string(rvs));
-	ki_buf_reset(&metab);
-	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
-		goto out;
-	ki_buf_append(&spec, o->json + o->spec_off, o->spec_len);
-	ki_buf_append(&name, o->name, o->name_len);
-	ki_buf_append(&natkey, o->natkey ? o->natkey : "", o->natkey_len);
-	ki_buf_append(&refs, o->refs ? (const char *)o->refs : "",
-	    o->nrefs * API_DIGEST_LEN);
-	if (name.oom || natkey.oom || refs.oom || spec.oom) {
-		rc = KI_ENOMEM;
-		goto out;
-	}
-	memset(&n, 0, sizeof(n));
-	n.kind = o->kind;
-	memcpy(n.digest, o->digest, API_DIGEST_LEN);
-	n.nrefs = o->nrefs;
-	/* o dies with the next write: only the copies are used below. */
-	rc = api_compute_status(txn, k, n.digest, (const uint8_t *)refs.data,
-	    n.nrefs, ctx->now(), &status);
-	if (rc != KI_OK)
-		goto out;
-	rc = api_render(k, metab.data, metab.len, spec.data, spec.len,
-	    status.data, status.len, &json, &n);
-	if (rc != KI_OK)
-		goto out;
-	n.name = name.data;
-	n.name_len = name.len;
-	n.natkey = natkey.len ? natkey.data : NULL;
-	n.natkey_len = natkey.len;
-	n.refs = n.nrefs ? (const uint8_t *)refs.data : NULL;
-	n.rv = rv;
-	rc = store_put(txn, &n);
-out:
-	if (meta != NULL)
-		json_object_put(meta);
-	ki_buf_free(&metab);
-	ki_buf_free(&spec);
-	ki_buf_free(&status);
-	ki_buf_free(&json);
-	ki_buf_free(&name);
-	ki_buf_free(&natkey);
-	ki_buf_free(&refs);
+	/* o dies with the next write: only the copy is used below. */
+	if (rc == KI_OK)
+		rc = stored_copy_put(ctx, txn, &c);
+	stored_copy_free(&c);
 	return rc;
 }
 
@@ -415,45 +494,21 @@ store_fail:
 static int
 put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
-	struct json_object *meta = NULL;
-	ki_buf metab, status, json;
-	store_obj o;
+	struct json_object *doc_meta = NULL, *meta;
 	int rc;
 
-	ki_buf_init(&metab);
-	ki_buf_init(&status);
-	ki_buf_init(&json);
-	memset(&o, 0, sizeof(o));
-	o.kind = d->kind->id;
-	o.rv = store_next_rv(txn);
-	memcpy(o.digest, d->digest, API_DIGEST_LEN);
-	json_object_object_get_ex(d->obj, "metadata", &meta);
-	if ((rc = api_new_metadata(meta, o.rv, ctx->now(), &metab)) != KI_OK)
-		goto out;
-	rc = api_compute_status(txn, d->kind, d->digest, d->refs[0], d->nrefs,
-	    ctx->now(), &status);
+	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
+	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL)
+		return KI_ENOMEM;
+	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
+	    d->spec_len, d->digest, d->refs[0], d->nrefs, d->name,
+	    d->natkey.data, d->natkey.len);
+	json_object_put(meta);
 	if (rc != KI_OK)
-		goto out;
-	rc = api_render(d->kind, metab.data, metab.len,
-	    d->canon.data + d->spec_off, d->spec_len, status.data, status.len,
-	    &json, &o);
-	if (rc != KI_OK)
-		goto out;
-	o.name = d->name;
-	o.name_len = strlen(d->name);
-	o.natkey = d->natkey.len ? d->natkey.data : NULL;
-	o.natkey_len = d->natkey.len;
-	o.refs = d->nrefs ? d->refs[0] : NULL;
-	o.nrefs = d->nrefs;
-	if ((rc = store_put(txn, &o)) != KI_OK)
-		goto out;
-	d->rv = o.rv;
+		return rc;
+	d->rv = store_next_rv(txn) - 1;
 	if (d->kind->content_identity && d->kind->id != API_RUN)
 		rc = refresh_referrers(ctx, txn, d->digest);
-out:
-	ki_buf_free(&metab);
-	ki_buf_free(&status);
-	ki_buf_free(&json);
 	return rc;
 }
 
@@ -912,10 +967,90 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 
 /* ---- list ---- */
 
+void
+api_query_free(api_query *q)
+{
+	if (q->labels != NULL) {
+		api_selector_free(q->labels);
+		free(q->labels);
+	}
+	if (q->fields != NULL) {
+		api_selector_free(q->fields);
+		free(q->fields);
+	}
+	memset(q, 0, sizeof(*q));
+}
+
+int
+api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
+	const char *field_sel, api_resp *r)
+{
+	api_status st;
+	char err[512];
+	int rc;
+
+	(void)k;
+	memset(q, 0, sizeof(*q));
+	q->labels = calloc(1, sizeof(*q->labels));
+	q->fields = calloc(1, sizeof(*q->fields));
+	if (q->labels == NULL || q->fields == NULL) {
+		api_query_free(q);
+		fail_rc(r, KI_ENOMEM, "parsing the selectors");
+		return KI_ENOMEM;
+	}
+	api_status_init(&st);
+	rc = api_selector_parse(label_sel, q->labels, err, sizeof(err));
+	if (rc != KI_OK) {
+		api_status_fail(&st, 400, "BadRequest", "labelSelector: %s", err);
+		goto fail;
+	}
+	rc = api_field_selector_parse(field_sel, q->fields, err, sizeof(err));
+	if (rc != KI_OK) {
+		api_status_fail(&st, 400, "BadRequest", "fieldSelector: %s", err);
+		goto fail;
+	}
+	for (size_t i = 0; i < q->fields->n; i++) {
+		const char *f = q->fields->reqs[i].key;
+
+		if (strcmp(f, "metadata.name") != 0) {
+			rc = KI_EINVAL;
+			api_status_fail(&st, 400, "BadRequest", "field label not "
+			    "supported: %s (supported: metadata.name; select on the "
+			    "derived labels kernel, pass, provider, gpu, dtype and "
+			    "metric with labelSelector)", f);
+			goto fail;
+		}
+	}
+	return KI_OK;
+fail:
+	api_resp_status(r, &st);
+	api_status_free(&st);
+	api_query_free(q);
+	return rc == KI_ENOMEM ? KI_ENOMEM : KI_EINVAL;
+}
+
+int
+api_query_match(const api_query *q, const store_obj *o)
+{
+	for (size_t i = 0; q->fields != NULL && i < q->fields->n; i++) {
+		const api_requirement *r = &q->fields->reqs[i];
+		int eq = strlen(r->values[0]) == o->name_len &&
+		    memcmp(r->values[0], o->name, o->name_len) == 0;
+
+		if ((r->op == API_SEL_EQ) != eq)
+			return 0;
+	}
+	return q->labels == NULL ||
+	    api_selector_match(q->labels, o->labels, o->labels_len);
+}
+
 typedef struct list_arg {
 	ki_buf *out;
+	const api_kind *kind;
+	const api_query *q;
 	uint64_t limit, n;
-	int more;
+	int more, table, include;
+	double now;
 	ki_buf last;
 } list_arg;
 
@@ -924,13 +1059,20 @@ list_one(void *arg, const store_obj *o)
 {
 	list_arg *a = arg;
 
+	if (!api_query_match(a->q, o))
+		return 0;
 	if (a->limit != 0 && a->n == a->limit) {
 		a->more = 1;
 		return 1;
 	}
-	if (a->n++ > 0)
-		ki_buf_putc(a->out, ',');
-	ki_buf_append(a->out, o->json, o->json_len);
+	if (a->table) {
+		api_table_row(a->out, a->kind, o, a->include, a->now, a->n > 0);
+	} else {
+		if (a->n > 0)
+			ki_buf_putc(a->out, ',');
+		ki_buf_append(a->out, o->json, o->json_len);
+	}
+	a->n++;
 	ki_buf_reset(&a->last);
 	ki_buf_append(&a->last, o->name, o->name_len);
 	return a->out->oom ? KI_ENOMEM : 0;
@@ -976,21 +1118,67 @@ b64_decode(const char *s, ki_buf *out)
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
 
+/* Runs the query over kind, driven by the cheapest access path: a name
+ * lookup for metadata.name=X, the label index for an equality
+ * requirement, else the kind's name order. */
+static int
+run_query(store_txn *txn, const api_kind *k, const api_query *q,
+	const char *after, size_t after_len, store_each_fn fn, void *arg)
+{
+	const api_requirement *drv;
+
+	for (size_t i = 0; i < q->fields->n; i++) {
+		const api_requirement *r = &q->fields->reqs[i];
+		store_obj o;
+		int rc;
+
+		if (r->op != API_SEL_EQ)
+			continue;
+		if (after_len > 0 && (strlen(r->values[0]) < after_len ||
+		    strncmp(r->values[0], after, after_len) <= 0))
+			return KI_OK;
+		rc = store_get_by_name(txn, k->id, r->values[0],
+		    strlen(r->values[0]), &o);
+		if (rc == KI_ENOTFOUND)
+			return KI_OK;
+		if (rc != KI_OK)
+			return rc;
+		rc = fn(arg, &o);
+		return rc == 1 ? KI_OK : rc;
+	}
+	drv = api_selector_driver(q->labels);
+	if (drv != NULL)
+		return store_list_label(txn, k->id, drv->key, drv->values[0],
+		    after, after_len, fn, arg);
+	return store_list(txn, k->id, after, after_len, fn, arg);
+}
+
 void
 api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r)
 {
 	store_txn *txn = NULL;
+	api_query q;
 	list_arg a;
-	ki_buf after;
+	ki_buf after, tok;
 	api_status st;
 	int rc;
 
 	memset(&a, 0, sizeof(a));
+	memset(&q, 0, sizeof(q));
 	ki_buf_init(&a.last);
 	ki_buf_init(&after);
+	ki_buf_init(&tok);
 	api_status_init(&st);
+	if (api_query_parse(&q, k, opt->label_selector, opt->field_selector,
+	    r) != KI_OK)
+		goto out;
 	a.out = &r->body;
+	a.kind = k;
+	a.q = &q;
+	a.table = opt->table;
+	a.include = opt->include;
+	a.now = ctx->now();
 	a.limit = opt->limit;
 	if (a.limit == 0 || a.limit > ctx->lim->max_page)
 		a.limit = ctx->lim->max_page;
@@ -1009,38 +1197,189 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		fail_rc(r, rc, "opening a read transaction");
 		goto out;
 	}
-	ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
-	    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
-	rc = store_list(txn, k->id, after.len ? after.data + 2 : NULL,
+	if (a.table)
+		api_table_open(&r->body, k);
+	else
+		ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
+		    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
+	rc = run_query(txn, k, &q, after.len ? after.data + 2 : NULL,
 	    after.len ? after.len - 2 : 0, list_one, &a);
 	if (rc != KI_OK && rc != 1) {
-		store_abort(txn);
-		txn = NULL;
 		fail_rc(r, rc, "listing");
 		goto out;
 	}
-	ki_buf_printf(&r->body, "],\"metadata\":{\"resourceVersion\":\"%llu\"",
-	    (unsigned long long)store_rv(txn));
 	if (a.more) {
-		ki_buf tok;
+		ki_buf raw;
 
-		ki_buf_init(&tok);
-		ki_buf_puts(&tok, "n:");
-		ki_buf_append(&tok, a.last.data, a.last.len);
-		ki_buf_puts(&r->body, ",\"continue\":\"");
-		b64_encode(tok.data, tok.len, &r->body);
-		ki_buf_putc(&r->body, '"');
-		ki_buf_free(&tok);
+		ki_buf_init(&raw);
+		ki_buf_puts(&raw, "n:");
+		ki_buf_append(&raw, a.last.data, a.last.len);
+		b64_encode(raw.data, raw.len, &tok);
+		ki_buf_free(&raw);
 	}
-	ki_buf_puts(&r->body, "}}");
-	r->code = r->body.oom ? 503 : 200;
+	if (a.table) {
+		api_table_close(&r->body, store_rv(txn), a.more ? tok.data : NULL);
+	} else {
+		ki_buf_printf(&r->body, "],\"metadata\":{\"resourceVersion\":"
+		    "\"%llu\"", (unsigned long long)store_rv(txn));
+		if (a.more)
+			ki_buf_printf(&r->body, ",\"continue\":\"%s\"", tok.data);
+		ki_buf_puts(&r->body, "}}");
+	}
 	if (r->body.oom)
 		fail_rc(r, KI_ENOMEM, "listing");
+	else
+		r->code = 200;
 out:
 	store_abort(txn);
+	api_query_free(&q);
 	ki_buf_free(&a.last);
 	ki_buf_free(&after);
+	ki_buf_free(&tok);
 	api_status_free(&st);
+}
+
+/* ---- facets ---- */
+
+typedef struct facet_acc {
+	/* "l:k=v" / "c:…" -> count, accumulated in a json-c object. */
+	struct json_object *counts;
+	const api_query *q;
+	uint64_t total;
+} facet_acc;
+
+static int
+facet_stored(void *arg, const char *facet, size_t len, uint64_t count)
+{
+	facet_acc *f = arg;
+	char key[STORE_MAX_NATKEY + 1];
+
+	snprintf(key, sizeof(key), "%.*s", (int)len, facet);
+	json_object_object_add(f->counts, key, json_object_new_int64(
+	    (int64_t)count));
+	return 0;
+}
+
+static int
+facet_scan(void *arg, const store_obj *o)
+{
+	facet_acc *f = arg;
+	const char *p = o->facets, *end = o->facets + o->facets_len;
+
+	if (!api_query_match(f->q, o))
+		return 0;
+	f->total++;
+	while (o->facets != NULL && p < end) {
+		size_t n = strnlen(p, (size_t)(end - p));
+		char key[STORE_MAX_NATKEY + 1];
+		struct json_object *v;
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		if (json_object_object_get_ex(f->counts, key, &v))
+			json_object_set_int64(v, json_object_get_int64(v) + 1);
+		else
+			json_object_object_add(f->counts, key,
+			    json_object_new_int64(1));
+		p += n + 1;
+	}
+	return 0;
+}
+
+void
+api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
+{
+	const api_kind *k = api_kind_by_id(API_RUN);
+	struct json_object *labels = NULL;
+	store_txn *txn = NULL;
+	facet_acc f;
+	api_query q;
+	int rc, first = 1;
+
+	memset(&f, 0, sizeof(f));
+	if (api_query_parse(&q, k, label_sel, NULL, r) != KI_OK)
+		return;
+	f.q = &q;
+	f.counts = json_object_new_object();
+	labels = json_object_new_object();
+	if (f.counts == NULL || labels == NULL) {
+		fail_rc(r, KI_ENOMEM, "counting");
+		goto out;
+	}
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		fail_rc(r, rc, "opening a read transaction");
+		goto out;
+	}
+	/* Without a selector the store's counters answer at once; with one,
+	 * the matching runs are counted (through the label index when an
+	 * equality requirement allows). */
+	if (q.labels->n == 0) {
+		rc = store_facets(txn, k->id, facet_stored, &f);
+		if (rc == KI_OK)
+			rc = store_count(txn, k->id, &f.total);
+	} else {
+		rc = run_query(txn, k, &q, NULL, 0, facet_scan, &f);
+	}
+	if (rc != KI_OK) {
+		fail_rc(r, rc, "counting");
+		goto out;
+	}
+	ki_buf_printf(&r->body, "{\"kind\":\"Facets\",\"apiVersion\":\""
+	    API_GROUP_VERSION "\",\"metadata\":{\"resourceVersion\":\"%llu\"},"
+	    "\"total\":%llu,\"labels\":", (unsigned long long)store_rv(txn),
+	    (unsigned long long)f.total);
+	json_object_object_foreach(f.counts, key, val) {
+		const char *eq;
+		struct json_object *m;
+		char lk[400];
+
+		if (strncmp(key, "l:", 2) != 0 || (eq = strchr(key, '=')) == NULL)
+			continue;
+		snprintf(lk, sizeof(lk), "%.*s", (int)(eq - key - 2), key + 2);
+		if (!json_object_object_get_ex(labels, lk, &m)) {
+			m = json_object_new_object();
+			json_object_object_add(labels, lk, m);
+		}
+		json_object_object_add(m, eq + 1, json_object_get(val));
+	}
+	api_jcs_serialize(labels, &r->body);
+	ki_buf_puts(&r->body, ",\"combinations\":[");
+	json_object_object_foreach(f.counts, ckey, cval) {
+		char text[STORE_MAX_NATKEY + 1];
+		char *parts[4] = { NULL, NULL, NULL, NULL }, *p;
+		int n = 0;
+
+		if (strncmp(ckey, "c:", 2) != 0)
+			continue;
+		snprintf(text, sizeof(text), "%s", ckey + 2);
+		p = text;
+		for (char *s; n < 4 && (s = strsep(&p, "\x1f")) != NULL;)
+			parts[n++] = s;
+		if (n != 4)
+			continue;
+		ki_buf_puts(&r->body, first ? "{\"kernel\":" : ",{\"kernel\":");
+		ki_buf_json_string(&r->body, parts[0], strlen(parts[0]));
+		ki_buf_puts(&r->body, ",\"provider\":");
+		ki_buf_json_string(&r->body, parts[1], strlen(parts[1]));
+		ki_buf_puts(&r->body, ",\"gpu\":");
+		ki_buf_json_string(&r->body, parts[2], strlen(parts[2]));
+		ki_buf_puts(&r->body, ",\"metric\":");
+		ki_buf_json_string(&r->body, parts[3], strlen(parts[3]));
+		ki_buf_printf(&r->body, ",\"count\":%lld}",
+		    (long long)json_object_get_int64(cval));
+		first = 0;
+	}
+	ki_buf_puts(&r->body, "]}");
+	if (r->body.oom)
+		fail_rc(r, KI_ENOMEM, "counting");
+	else
+		r->code = 200;
+out:
+	store_abort(txn);
+	api_query_free(&q);
+	if (f.counts != NULL)
+		json_object_put(f.counts);
+	if (labels != NULL)
+		json_object_put(labels);
 }
 
 /* ---- delete ---- */
@@ -1096,7 +1435,7 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	rc = api_render(k, metab.data, metab.len, spec.data, spec.len,
 	    status.data, status.len, &json, &fin);
 	if (rc == KI_OK)
-		rc = store_delete(txn, k->id, name, len, json.data, json.len);
+		rc = store_delete(txn, k->id, name, len, &fin);
 	if (rc == KI_OK && k->content_identity && k->id != API_RUN)
 		rc = refresh_referrers(ctx, txn, digest);
 	if (rc != KI_OK) {

@@ -54,7 +54,23 @@ typedef struct api_list_opts {
 	const char *field_selector;
 	uint64_t limit;             /* 0 = no limit (bounded by lim) */
 	const char *continue_token;
+	int table;                  /* answer a meta.k8s.io/v1 Table */
+	int include;                /* Table rows: enum api_include */
 } api_list_opts;
+
+/* A parsed list query: selectors checked, ready to match objects. */
+typedef struct api_query {
+	struct api_selector *labels;
+	struct api_selector *fields;
+} api_query;
+
+/* Parses the selectors of opt for kind k. On failure fills r (400) and
+ * returns KI_EINVAL. Free with api_query_free(). */
+int api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
+	const char *field_sel, api_resp *r);
+void api_query_free(api_query *q);
+/* Does o satisfy the query? */
+int api_query_match(const api_query *q, const store_obj *o);
 
 /* POST to the collection of kind coll: one object of that kind, a bundle
  * (benchmarkruns only), a List, or NDJSON when ndjson is set. */
@@ -68,6 +84,9 @@ void api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 	api_resp *r);
 void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r);
+/* GET facets: counts of runs by label, and of kernel x provider x gpu x
+ * metric combinations, optionally under a label selector. */
+void api_facets(api_ctx *ctx, const char *label_sel, api_resp *r);
 void api_delete(api_ctx *ctx, const api_kind *k, const char *name,
 	size_t len, const api_write_opts *opt, api_resp *r);
 

@@ -103,14 +103,17 @@ typedef struct cli_tally {
  * writes into out. */
 typedef void (*cli_doc_label_fn)(void *arg, size_t i, ki_buf *out);
 
-/* POSTs ndjson (n documents, one per line) to the benchmarkruns
- * collection, atomically when atomic; adds each document's outcome to t,
- * prints failures and notes to stderr (labelled through label) and, when
- * verbose, each stored object to stdout. Returns 0, or
+/* POSTs ndjson (n documents, one per line, no blank lines) to the
+ * benchmarkruns collection, atomically when atomic; adds each document's
+ * outcome to t, prints failures and notes to stderr (labelled through
+ * label) and, when verbose, each stored object to stdout. bundles, if
+ * non-NULL, is the array of the n documents (borrowed): a run refused as
+ * AlreadyExists whose stored twin has the same source row and figures is
+ * then counted unchanged, "already indexed". Returns 0, or
  * CLI_EXIT_UNREACHABLE after printing why (t then counts the documents as
  * neither). */
 int cli_upload_ndjson(cli *c, const char *ndjson, size_t len, size_t n,
-	int atomic, int verbose, cli_doc_label_fn label, void *arg,
-	cli_tally *t);
+	struct json_object *bundles, int atomic, int verbose,
+	cli_doc_label_fn label, void *arg, cli_tally *t);
 
 #endif

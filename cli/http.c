@@ -4,6 +4,7 @@
 #include "cli/http.h"
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,10 +83,7 @@ cli_http_free(cli_http *h)
 		curl_easy_cleanup(h->curl);
 	if (h->auth != NULL) {
 		/* The header holds the secret: wipe it before freeing. */
-		volatile char *p = h->auth;
-
-		while (*p != '\0')
-			*p++ = '\0';
+		OPENSSL_cleanse(h->auth, strlen(h->auth));
 		free(h->auth);
 	}
 	free(h->server);

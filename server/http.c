@@ -16,6 +16,7 @@
 struct http_server {
 	struct MHD_Daemon *d;
 	router *rt;
+	watch_hub *hub;
 	unsigned port;
 };
 
@@ -205,6 +206,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	req_ctx *rq = *con_cls;
 	api_resp r;
 	enum MHD_Result ret;
+	watch_params *watch = NULL;
 
 	(void)version;
 	if (rq == NULL) {
@@ -263,7 +265,15 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		req.body = rq->body.data ? rq->body.data : "";
 		req.body_len = rq->body.len;
 		req.loopback = is_loopback(c);
-		router_dispatch(s->rt, &req, &r);
+		router_dispatch(s->rt, &req, &r, &watch);
+		if (watch != NULL) {
+			rq->status = 200;
+			ret = (enum MHD_Result)watch_start(s->hub, c, watch);
+			free(watch);
+			api_resp_free(&r);
+			ki_buf_free(&rq->body);
+			return ret;
+		}
 	}
 	ret = send_resp(c, rq, &r, strcmp(method, "HEAD") == 0);
 	api_resp_free(&r);
@@ -310,7 +320,8 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 int
-http_start(http_server **out, const ki_config *cfg, router *rt)
+http_start(http_server **out, const ki_config *cfg, router *rt,
+	watch_hub *hub)
 {
 	struct sockaddr_storage ss;
 	socklen_t sslen;
@@ -319,7 +330,7 @@ http_start(http_server **out, const ki_config *cfg, router *rt)
 	unsigned port = (unsigned)strtoul(colon + 1, NULL, 10);
 	unsigned threads = (unsigned)cfg->threads;
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	    MHD_USE_ITC;
+	    MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
 	http_server *s;
 	const union MHD_DaemonInfo *di;
 
@@ -356,6 +367,7 @@ http_start(http_server **out, const ki_config *cfg, router *rt)
 	if (s == NULL)
 		return KI_ENOMEM;
 	s->rt = rt;
+	s->hub = hub;
 	s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, s,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
@@ -365,7 +377,6 @@ http_start(http_server **out, const ki_config *cfg, router *rt)
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, 1,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
 		free(s);
@@ -392,6 +403,8 @@ http_stop(http_server *s)
 		return;
 	/* Stop accepting first; the pool threads finish what they hold. */
 	fd = MHD_quiesce_daemon(s->d);
+	if (s->hub != NULL)
+		watch_hub_shutdown(s->hub);
 	MHD_stop_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);

@@ -12,6 +12,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/router.h"
+#include "server/watch.h"
 #include "store/store.h"
 
 static double
@@ -47,6 +48,7 @@ main(int argc, char **argv)
 	store *st = NULL;
 	store_options so;
 	http_server *hs = NULL;
+	watch_hub *hub = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -134,11 +136,19 @@ main(int argc, char **argv)
 	api.lim = &lim;
 	api.now = wall_now;
 	memset(&metrics, 0, sizeof(metrics));
+	if (watch_hub_create(&hub, &api) != KI_OK) {
+		log_error("cannot start the watch hub");
+		store_close(st);
+		return 1;
+	}
+	api.committed = watch_hub_notify;
+	api.committed_arg = hub;
 	rt.api = &api;
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
-	if (http_start(&hs, &cfg, &rt) != KI_OK) {
+	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
+		watch_hub_destroy(hub);
 		store_close(st);
 		return 1;
 	}
@@ -156,6 +166,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
+	watch_hub_destroy(hub);
 	store_close(st);
 	log_info("stopped cleanly");
 	return 0;

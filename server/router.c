@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/kinds.h"
+#include "api/table.h"
 #include "store/store.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
@@ -135,15 +136,95 @@ writes_allowed(const http_req *req, api_resp *r)
 	return 0;
 }
 
+/* Does the Accept header ask for a meta.k8s.io Table? */
+static int
+wants_table(const http_req *req)
+{
+	const char *a = req->header(req->cls, "Accept");
+
+	return a != NULL && strstr(a, "as=Table") != NULL;
+}
+
+static int
+include_of(const http_req *req)
+{
+	const char *v = req->arg(req->cls, "includeObject");
+
+	if (v == NULL || *v == '\0' || strcmp(v, "Metadata") == 0)
+		return API_INCLUDE_METADATA;
+	if (strcmp(v, "Object") == 0)
+		return API_INCLUDE_OBJECT;
+	return API_INCLUDE_NONE;
+}
+
+static int
+is_true(const char *v)
+{
+	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
 static void
-collection(router *rt, const api_kind *k, const http_req *req, api_resp *r)
+start_watch(const api_kind *k, const http_req *req, api_resp *r,
+	watch_params **watch)
+{
+	const char *rv = req->arg(req->cls, "resourceVersion");
+	const char *to = req->arg(req->cls, "timeoutSeconds");
+	const char *ls = req->arg(req->cls, "labelSelector");
+	const char *fs = req->arg(req->cls, "fieldSelector");
+	watch_params *p = calloc(1, sizeof(*p));
+	char *end;
+
+	if (p == NULL) {
+		fail(r, 503, "ServiceUnavailable", "out of memory");
+		return;
+	}
+	p->kind = k;
+	p->table = wants_table(req);
+	p->include = include_of(req);
+	p->bookmarks = is_true(req->arg(req->cls, "allowWatchBookmarks"));
+	if (rv == NULL || *rv == '\0' || strcmp(rv, "0") == 0) {
+		p->initial = 1;
+	} else {
+		p->rv = strtoull(rv, &end, 10);
+		if (*end != '\0' || rv[0] == '-') {
+			free(p);
+			fail(r, 400, "BadRequest", "invalid resourceVersion \"%.32s\": "
+			    "a decimal number is expected", rv);
+			return;
+		}
+	}
+	if (to != NULL && *to != '\0') {
+		long v = strtol(to, &end, 10);
+
+		if (*end != '\0' || v < 0) {
+			free(p);
+			fail(r, 400, "BadRequest", "invalid timeoutSeconds \"%.32s\"",
+			    to);
+			return;
+		}
+		p->timeout = v > 86400 ? 86400 : (int)v;
+	}
+	p->label_selector = ls ? strdup(ls) : NULL;
+	p->field_selector = fs ? strdup(fs) : NULL;
+	*watch = p;
+}
+
+static void
+collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
+	watch_params **watch)
 {
 	if (strcmp(req->method, "GET") == 0) {
 		api_list_opts lo;
 		const char *limit = req->arg(req->cls, "limit");
 		char *end;
 
+		if (is_true(req->arg(req->cls, "watch"))) {
+			start_watch(k, req, r, watch);
+			return;
+		}
 		memset(&lo, 0, sizeof(lo));
+		lo.table = wants_table(req);
+		lo.include = include_of(req);
 		if (limit != NULL && *limit != '\0') {
 			errno = 0;
 			unsigned long long v = strtoull(limit, &end, 10);
@@ -194,6 +275,24 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	size_t len = strlen(name);
 
 	if (strcmp(req->method, "GET") == 0) {
+		if (wants_table(req)) {
+			api_list_opts lo;
+			char fs[300];
+
+			/* A one-row Table: the list path, selecting the name. */
+			memset(&lo, 0, sizeof(lo));
+			lo.table = 1;
+			lo.include = include_of(req);
+			snprintf(fs, sizeof(fs), "metadata.name=%s", name);
+			lo.field_selector = fs;
+			api_get(rt->api, k, name, len, r);
+			if (r->code != 200)
+				return;
+			api_resp_free(r);
+			api_resp_init(r);
+			api_list(rt->api, k, &lo, r);
+			return;
+		}
 		api_get(rt->api, k, name, len, r);
 		return;
 	}
@@ -384,7 +483,8 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 }
 
 void
-router_dispatch(router *rt, const http_req *req, api_resp *r)
+router_dispatch(router *rt, const http_req *req, api_resp *r,
+	watch_params **watch)
 {
 	const char *p = req->path;
 	size_t plen = strlen(API_PREFIX);
@@ -436,6 +536,14 @@ router_dispatch(router *rt, const http_req *req, api_resp *r)
 			return;
 		}
 		rest++;
+		if (strcmp(rest, "facets") == 0) {
+			if (strcmp(req->method, "GET") != 0) {
+				method_not_allowed(r, req->method);
+				return;
+			}
+			api_facets(rt->api, req->arg(req->cls, "labelSelector"), r);
+			return;
+		}
 		if (strncmp(rest, "objects/", 8) == 0) {
 			if (strcmp(req->method, "GET") != 0 &&
 			    strcmp(req->method, "HEAD") != 0) {
@@ -454,7 +562,7 @@ router_dispatch(router *rt, const http_req *req, api_resp *r)
 			return;
 		}
 		if (slash == NULL || slash[1] == '\0') {
-			collection(rt, k, req, r);
+			collection(rt, k, req, r, watch);
 			return;
 		}
 		if (strchr(slash + 1, '/') != NULL) {

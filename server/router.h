@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "api/service.h"
+#include "server/watch.h"
 
 typedef struct server_metrics {
 	/* Updated with atomic adds from the HTTP threads. */
@@ -35,8 +36,11 @@ typedef struct router {
 	server_metrics *metrics;
 } router;
 
-/* Fills r for req. r must be initialised (api_resp_init). */
-void router_dispatch(router *rt, const http_req *req, api_resp *r);
+/* Fills r for req. r must be initialised (api_resp_init). For a watch,
+ * r is left with code 0 and *watch receives the parameters (caller owns;
+ * hand them to watch_start()). */
+void router_dispatch(router *rt, const http_req *req, api_resp *r,
+	watch_params **watch);
 
 /* The largest body accepted for a request with this Content-Type. */
 size_t router_body_limit(const router *rt, const char *content_type);

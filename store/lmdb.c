@@ -8,6 +8,8 @@
  *   natkeys  kind byte + natural key -> seq
  *   refs     32-byte digest -> seq of each object referencing it (dupsort)
  *   events   rv (u64 big-endian) -> event type byte + record
+ *   labels   kind byte + key NUL value NUL name -> seq (label index)
+ *   facets   kind byte + facet text -> u64 count
  * The big values live under ascending keys; the random 32-byte digests only
  * key small tables, which keeps inserts fast (digest keys on big values
  * were measured 4-6x slower).
@@ -16,7 +18,8 @@
  *   0 u32 magic | 4 u8 kind | 5 u8 nrefs | 6 u16 name_len | 8 u16 natkey_len
  *   10 u16 0 | 12 u32 json_len | 16 u64 seq | 24 u64 rv | 32 digest[32]
  *   64 u32 meta_off, meta_len, spec_off, spec_len, status_off, status_len
- *   88 name | natkey | refs | json
+ *   88 u32 labels_len, facets_len
+ *   96 name | natkey | refs | labels | facets | json
  * Integers in records are host order: the file is not portable across
  * endianness, like LMDB's own.
  */
@@ -28,12 +31,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define REC_MAGIC 0x314f494bu /* "KIO1" */
-#define REC_HDR 88
+#define REC_MAGIC 0x324f494bu /* "KIO2" */
+#define REC_HDR 96
 
 struct store {
 	MDB_env *env;
-	MDB_dbi meta, objects, names, digests, natkeys, refs, events;
+	MDB_dbi meta, objects, names, digests, natkeys, refs, events, labels,
+	    facets;
 	uint64_t history;
 	int nosync;
 };
@@ -98,7 +102,7 @@ store_open(store **out, const char *dir, const store_options *opt)
 	s->nosync = opt->nosync;
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		goto fail;
-	if ((rc = mdb_env_set_maxdbs(s->env, 8)) != 0 ||
+	if ((rc = mdb_env_set_maxdbs(s->env, 12)) != 0 ||
 	    (rc = mdb_env_set_mapsize(s->env, (size_t)opt->map_size)) != 0 ||
 	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0)
 		goto fail;
@@ -116,7 +120,9 @@ store_open(store **out, const char *dir, const store_options *opt)
 	    (rc = mdb_dbi_open(txn, "natkeys", MDB_CREATE, &s->natkeys)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "refs",
 	         MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &s->refs)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "events", MDB_CREATE, &s->events)) != 0)
+	    (rc = mdb_dbi_open(txn, "events", MDB_CREATE, &s->events)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "labels", MDB_CREATE, &s->labels)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "facets", MDB_CREATE, &s->facets)) != 0)
 		goto fail;
 	if ((rc = mdb_txn_commit(txn)) != 0) {
 		txn = NULL;
@@ -254,7 +260,7 @@ static int
 rec_decode(const void *data, size_t size, store_obj *o)
 {
 	const uint8_t *p = data;
-	uint32_t magic, json_len, offs[6];
+	uint32_t magic, json_len, offs[6], lf[2];
 	uint16_t name_len, natkey_len;
 	size_t need;
 
@@ -273,8 +279,9 @@ rec_decode(const void *data, size_t size, store_obj *o)
 	memcpy(&o->rv, p + 24, 8);
 	memcpy(o->digest, p + 32, STORE_DIGEST_LEN);
 	memcpy(offs, p + 64, sizeof(offs));
+	memcpy(lf, p + 88, sizeof(lf));
 	need = REC_HDR + (size_t)name_len + natkey_len +
-	    o->nrefs * STORE_DIGEST_LEN + json_len;
+	    o->nrefs * STORE_DIGEST_LEN + lf[0] + lf[1] + json_len;
 	if (need != size)
 		return KI_ESTORE;
 	p += REC_HDR;
@@ -286,6 +293,12 @@ rec_decode(const void *data, size_t size, store_obj *o)
 	p += natkey_len;
 	o->refs = o->nrefs ? p : NULL;
 	p += o->nrefs * STORE_DIGEST_LEN;
+	o->labels = lf[0] ? (const char *)p : NULL;
+	o->labels_len = lf[0];
+	p += lf[0];
+	o->facets = lf[1] ? (const char *)p : NULL;
+	o->facets_len = lf[1];
+	p += lf[1];
 	o->json = (const char *)p;
 	o->json_len = json_len;
 	o->meta_off = offs[0];
@@ -305,7 +318,8 @@ static size_t
 rec_size(const store_obj *o)
 {
 	return REC_HDR + o->name_len + o->natkey_len +
-	    o->nrefs * STORE_DIGEST_LEN + o->json_len;
+	    o->nrefs * STORE_DIGEST_LEN + o->labels_len + o->facets_len +
+	    o->json_len;
 }
 
 static void
@@ -316,6 +330,7 @@ rec_encode(uint8_t *p, const store_obj *o)
 	uint16_t natkey_len = (uint16_t)o->natkey_len;
 	uint32_t offs[6] = { o->meta_off, o->meta_len, o->spec_off,
 		o->spec_len, o->status_off, o->status_len };
+	uint32_t lf[2] = { (uint32_t)o->labels_len, (uint32_t)o->facets_len };
 
 	memset(p, 0, REC_HDR);
 	memcpy(p, &magic, 4);
@@ -328,6 +343,7 @@ rec_encode(uint8_t *p, const store_obj *o)
 	memcpy(p + 24, &o->rv, 8);
 	memcpy(p + 32, o->digest, STORE_DIGEST_LEN);
 	memcpy(p + 64, offs, sizeof(offs));
+	memcpy(p + 88, lf, sizeof(lf));
 	p += REC_HDR;
 	memcpy(p, o->name, o->name_len);
 	p += o->name_len;
@@ -337,6 +353,12 @@ rec_encode(uint8_t *p, const store_obj *o)
 	if (o->nrefs)
 		memcpy(p, o->refs, o->nrefs * STORE_DIGEST_LEN);
 	p += o->nrefs * STORE_DIGEST_LEN;
+	if (o->labels_len)
+		memcpy(p, o->labels, o->labels_len);
+	p += o->labels_len;
+	if (o->facets_len)
+		memcpy(p, o->facets, o->facets_len);
+	p += o->facets_len;
 	memcpy(p, o->json, o->json_len);
 }
 
@@ -427,6 +449,96 @@ store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 	return store_get_by_seq(t, seq, out);
 }
 
+/* Builds the label-index key kind + key NUL value NUL name into buf
+ * (1 + STORE_MAX_INDEXED + 2 + STORE_MAX_NAME bytes). Returns 0 when the
+ * pair is too long to be indexed. */
+static size_t
+label_key(uint8_t *buf, int kind, const char *k, size_t klen, const char *v,
+	size_t vlen, const char *name, size_t nlen)
+{
+	if (klen + vlen > STORE_MAX_INDEXED || nlen > STORE_MAX_NAME)
+		return 0;
+	buf[0] = (uint8_t)kind;
+	memcpy(buf + 1, k, klen);
+	buf[1 + klen] = 0;
+	memcpy(buf + 2 + klen, v, vlen);
+	buf[2 + klen + vlen] = 0;
+	memcpy(buf + 3 + klen + vlen, name, nlen);
+	return 3 + klen + vlen + nlen;
+}
+
+/* Adds (dir 1) or removes (dir -1) o's label-index entries and facet
+ * counts. */
+static int
+index_labels(store_txn *t, const store_obj *o, int dir)
+{
+	uint8_t kb[3 + STORE_MAX_NATKEY + STORE_MAX_NAME], sb[8];
+	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
+	    NULL;
+	MDB_val k, v;
+	int rc;
+
+	put_be64(sb, o->seq);
+	while (p != NULL && p < end) {
+		const char *key = p, *val;
+		size_t klen = strnlen(key, (size_t)(end - key)), vlen, n;
+
+		if (key + klen >= end)
+			break;
+		val = key + klen + 1;
+		vlen = strnlen(val, (size_t)(end - val));
+		if (val + vlen >= end)
+			break;
+		p = val + vlen + 1;
+		n = label_key(kb, o->kind, key, klen, val, vlen, o->name,
+		    o->name_len);
+		if (n == 0)
+			continue;
+		k.mv_size = n;
+		k.mv_data = kb;
+		v.mv_size = 8;
+		v.mv_data = sb;
+		rc = dir > 0 ? mdb_put(t->txn, t->s->labels, &k, &v, 0) :
+		    mdb_del(t->txn, t->s->labels, &k, NULL);
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			return map_rc(rc);
+	}
+	p = o->facets;
+	end = o->facets ? o->facets + o->facets_len : NULL;
+	while (p != NULL && p < end) {
+		size_t flen = strnlen(p, (size_t)(end - p));
+		uint64_t count = 0;
+
+		if (flen == 0 || flen > STORE_MAX_NATKEY) {
+			p += flen + 1;
+			continue;
+		}
+		k = kind_key(kb, o->kind, p, flen);
+		rc = mdb_get(t->txn, t->s->facets, &k, &v);
+		if (rc == 0 && v.mv_size == 8)
+			count = get_be64(v.mv_data);
+		else if (rc != 0 && rc != MDB_NOTFOUND)
+			return map_rc(rc);
+		if (dir > 0)
+			count++;
+		else if (count > 0)
+			count--;
+		if (count == 0) {
+			rc = mdb_del(t->txn, t->s->facets, &k, NULL);
+		} else {
+			put_be64(sb, count);
+			v.mv_size = 8;
+			v.mv_data = sb;
+			rc = mdb_put(t->txn, t->s->facets, &k, &v, 0);
+			put_be64(sb, o->seq);
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			return map_rc(rc);
+		p += flen + 1;
+	}
+	return KI_OK;
+}
+
 /* Removes the secondary-index entries of a stored record old. */
 static int
 unindex(store_txn *t, const store_obj *old)
@@ -436,6 +548,8 @@ unindex(store_txn *t, const store_obj *old)
 	uint64_t seq;
 	int rc;
 
+	if ((rc = index_labels(t, old, -1)) != KI_OK)
+		return rc;
 	put_be64(sb, old->seq);
 	k.mv_size = STORE_DIGEST_LEN;
 	k.mv_data = (void *)(uintptr_t)old->digest;
@@ -505,7 +619,8 @@ store_put(store_txn *t, store_obj *o)
 
 	if (!t->write || o->rv != t->rv + 1 || o->name_len == 0 ||
 	    o->name_len > STORE_MAX_NAME || o->natkey_len > STORE_MAX_NATKEY ||
-	    o->nrefs > STORE_MAX_REFS || o->json_len > UINT32_MAX)
+	    o->nrefs > STORE_MAX_REFS || o->json_len > UINT32_MAX ||
+	    o->labels_len > UINT32_MAX || o->facets_len > UINT32_MAX)
 		return KI_EINVAL;
 	k = kind_key(kb, o->kind, o->name, o->name_len);
 	rc = seq_lookup(t, t->s->names, &k, &seq);
@@ -561,6 +676,8 @@ store_put(store_txn *t, store_obj *o)
 		if (rc != 0 && rc != MDB_KEYEXIST)
 			return map_rc(rc);
 	}
+	if ((rc = index_labels(t, o, 1)) != KI_OK)
+		return rc;
 	if ((rc = put_event(t, exists ? STORE_MODIFIED : STORE_ADDED, o)) !=
 	    KI_OK)
 		return rc;
@@ -571,7 +688,7 @@ store_put(store_txn *t, store_obj *o)
 
 int
 store_delete(store_txn *t, int kind, const char *name, size_t len,
-	const char *json, size_t json_len)
+	const store_obj *final)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], okb[8];
 	MDB_val k, ok = { 8, okb };
@@ -589,10 +706,14 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	/* The event keeps the final state; build it before the record goes. */
 	ev = old;
 	ev.rv = t->rv + 1;
-	ev.json = json;
-	ev.json_len = json_len;
-	ev.meta_off = ev.meta_len = ev.spec_off = ev.spec_len = 0;
-	ev.status_off = ev.status_len = 0;
+	ev.json = final->json;
+	ev.json_len = final->json_len;
+	ev.meta_off = final->meta_off;
+	ev.meta_len = final->meta_len;
+	ev.spec_off = final->spec_off;
+	ev.spec_len = final->spec_len;
+	ev.status_off = final->status_off;
+	ev.status_len = final->status_len;
 	if ((rc = put_event(t, STORE_DELETED, &ev)) != KI_OK)
 		return rc;
 	if ((rc = unindex(t, &old)) != KI_OK)
@@ -748,4 +869,73 @@ store_stat(store *s, store_stats *out)
 	out->map_used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 	out->entries = st.ms_entries;
 	return KI_OK;
+}
+
+int
+store_list_label(store_txn *t, int kind, const char *key, const char *value,
+	const char *after, size_t after_len, store_each_fn fn, void *arg)
+{
+	uint8_t kb[3 + STORE_MAX_INDEXED + STORE_MAX_NAME];
+	size_t klen = strlen(key), vlen = strlen(value), plen, n;
+	MDB_cursor *c;
+	MDB_val k, v;
+	store_obj o;
+	int rc;
+
+	n = label_key(kb, kind, key, klen, value, vlen, after ? after : "",
+	    after ? after_len : 0);
+	if (n == 0)
+		return KI_EINVAL;
+	plen = 3 + klen + vlen;
+	if ((rc = mdb_cursor_open(t->txn, t->s->labels, &c)) != 0)
+		return map_rc(rc);
+	k.mv_size = n;
+	k.mv_data = kb;
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && after_len > 0 && k.mv_size == n &&
+	    memcmp(k.mv_data, kb, n) == 0)
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	while (rc == 0) {
+		if (k.mv_size < plen || memcmp(k.mv_data, kb, plen) != 0)
+			break;
+		if (v.mv_size != 8) {
+			rc = KI_ESTORE;
+			goto out;
+		}
+		if ((rc = store_get_by_seq(t, get_be64(v.mv_data), &o)) != KI_OK)
+			goto out;
+		if ((rc = fn(arg, &o)) != 0)
+			goto out;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
+out:
+	mdb_cursor_close(c);
+	return rc;
+}
+
+int
+store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
+{
+	uint8_t kb[1];
+	MDB_cursor *c;
+	MDB_val k = { 1, kb }, v;
+	int rc;
+
+	kb[0] = (uint8_t)kind;
+	if ((rc = mdb_cursor_open(t->txn, t->s->facets, &c)) != 0)
+		return map_rc(rc);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		if (k.mv_size < 1 || ((uint8_t *)k.mv_data)[0] != (uint8_t)kind)
+			break;
+		if (v.mv_size == 8 && (rc = fn(arg, (const char *)k.mv_data + 1,
+		    k.mv_size - 1, get_be64(v.mv_data))) != 0)
+			goto out;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
+out:
+	mdb_cursor_close(c);
+	return rc;
 }

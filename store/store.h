@@ -28,6 +28,7 @@
 #define STORE_MAX_NAME 253
 #define STORE_MAX_NATKEY 1024
 #define STORE_MAX_REFS 8
+#define STORE_MAX_INDEXED 128
 
 typedef struct store store;
 typedef struct store_txn store_txn;
@@ -60,6 +61,14 @@ typedef struct store_obj {
 	size_t natkey_len;
 	const uint8_t *refs;             /* nrefs digests it references */
 	size_t nrefs;
+	/* Labels as "key\0value\0" pairs; the store indexes each pair whose
+	 * key and value together are at most STORE_MAX_INDEXED bytes. */
+	const char *labels;
+	size_t labels_len;
+	/* Facets as "text\0" strings: the store keeps a count of objects per
+	 * kind and facet (store_facets). */
+	const char *facets;
+	size_t facets_len;
 	const char *json;
 	size_t json_len;
 	uint32_t meta_off, meta_len;
@@ -105,11 +114,12 @@ uint64_t store_next_rv(store_txn *t);
  * KI_EFULL when the map is full. */
 int store_put(store_txn *t, store_obj *o);
 
-/* Deletes kind+name, recording a DELETED event whose object is json
- * (the final rendered state, with the deleting resourceVersion).
+/* Deletes kind+name, recording a DELETED event whose object is final's
+ * json and offsets (the final rendered state, with the deleting
+ * resourceVersion; other fields are taken from the stored record).
  * KI_ENOTFOUND if absent. */
 int store_delete(store_txn *t, int kind, const char *name, size_t len,
-	const char *json, size_t json_len);
+	const store_obj *final);
 
 /* Calls fn for each object of kind in name order, starting after
  * (excluding) the name `after` (NULL or empty: from the start), until fn
@@ -119,6 +129,19 @@ int store_list(store_txn *t, int kind, const char *after, size_t after_len,
 	store_each_fn fn, void *arg);
 /* Number of objects of kind. */
 int store_count(store_txn *t, int kind, uint64_t *out);
+
+/* Like store_list(), over the objects of kind carrying the label
+ * key=value (an index range, not a scan). KI_EINVAL when the pair is too
+ * long to be indexed (see store_obj.labels). */
+int store_list_label(store_txn *t, int kind, const char *key,
+	const char *value, const char *after, size_t after_len,
+	store_each_fn fn, void *arg);
+
+/* Calls fn for each facet of kind with its object count (> 0), in byte
+ * order of the facet text, until fn returns non-zero. */
+typedef int (*store_facet_fn)(void *arg, const char *facet, size_t len,
+	uint64_t count);
+int store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);
 
 /* Calls fn for each object whose refs include digest. */
 int store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],

@@ -1,0 +1,1506 @@
+#!/usr/bin/env python3
+"""End-to-end tests of kernelindexd: the real daemon over HTTP.
+
+python3 tests/e2e/test_api.py [TEST_NAME...]
+
+KI_DAEMON names the binary, KI_SHARED_DIR the shared folder (see kitest.py).
+"""
+import hashlib
+import http.client
+import json
+import os
+import random
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kitest  # noqa: E402
+from kitest import (G, Daemon, TestFailure, check, eq, seed, status_of,  # noqa: E402
+                    cause_fields, status_text, test)
+
+# ---------------------------------------------------------------- digests
+# RFC 8785 (JCS) computed here, independently of the server.
+
+
+def es_number(v):
+    if isinstance(v, bool):
+        raise TypeError('bool')
+    if isinstance(v, int) and abs(v) < 2 ** 53:
+        return str(v)
+    v = float(v)
+    if v == 0:
+        return '0'
+    sign = '-' if v < 0 else ''
+    r = repr(abs(v))
+    mant, exp = (r.split('e') + ['0'])[:2] if 'e' in r else (r, '0')
+    exp = int(exp)
+    ip, fp = (mant.split('.') + [''])[:2]
+    fp = '' if fp == '0' else fp
+    allds = ip + fp
+    lead = len(allds) - len(allds.lstrip('0'))
+    n = len(ip) + exp - lead
+    d = allds.lstrip('0').rstrip('0') or '0'
+    k = len(d)
+    if k <= n <= 21:
+        s = d + '0' * (n - k)
+    elif 0 < n <= 21:
+        s = d[:n] + '.' + d[n:]
+    elif -6 < n <= 0:
+        s = '0.' + '0' * (-n) + d
+    else:
+        e = n - 1
+        s = d[0] + ('.' + d[1:] if k > 1 else '') + 'e' + \
+            ('+' if e >= 0 else '-') + str(abs(e))
+    return sign + s
+
+
+def canon(o):
+    if o is None:
+        return 'null'
+    if o is True:
+        return 'true'
+    if o is False:
+        return 'false'
+    if isinstance(o, (int, float)):
+        return es_number(o)
+    if isinstance(o, str):
+        return json.dumps(o, ensure_ascii=False)
+    if isinstance(o, list):
+        return '[' + ','.join(canon(x) for x in o) + ']'
+    keys = sorted(o, key=lambda k: k.encode('utf-16-be'))
+    return '{' + ','.join(json.dumps(k, ensure_ascii=False) + ':' +
+                          canon(o[k]) for k in keys) + '}'
+
+
+def canonical_bytes(obj):
+    core = {'apiVersion': obj['apiVersion'], 'kind': obj['kind'],
+            'spec': obj['spec']}
+    return canon(core).encode('utf-8')
+
+
+def digest(obj):
+    return 'sha256:' + hashlib.sha256(canonical_bytes(obj)).hexdigest()
+
+
+# ---------------------------------------------------------------- helpers
+
+PLURAL = {
+    'BenchmarkRun': 'benchmarkruns',
+    'BenchmarkProtocol': 'benchmarkprotocols',
+    'ExecutionEnvironment': 'executionenvironments',
+    'Workload': 'workloads',
+    'Implementation': 'implementations',
+    'Verification': 'verifications',
+}
+SHORT = {
+    'benchmarkruns': 'kbr', 'benchmarkprotocols': 'kbp',
+    'executionenvironments': 'kee', 'workloads': 'kwl',
+    'implementations': 'kimpl', 'verifications': 'kver',
+}
+PARTS = ('run', 'protocol', 'environment', 'workload', 'implementation')
+
+SEED = seed()
+RUN_NAME = SEED['run']['metadata']['name']
+PROTO_NAME = SEED['protocol']['metadata']['name']
+ENV_NAME = SEED['environment']['metadata']['name']
+RAW = '"@RAW@"'
+
+
+def mut(fn, base=None):
+    """A deep copy of the seed (or base), changed by fn(doc)."""
+    d = kitest.deepcopy(SEED if base is None else base)
+    fn(d)
+    return d
+
+
+def raw_with(doc, text):
+    """doc as JSON text with the string "@RAW@" replaced by text."""
+    s = json.dumps(doc)
+    check(RAW in s, 'the placeholder is missing')
+    return replace_once(s, RAW, text).encode()
+
+
+def replace_once(text, old, new):
+    """text with its one occurrence of old replaced by new."""
+    eq(text.count(old), 1, 'occurrences of %r in the case body' % (old,))
+    return text.replace(old, new)
+
+
+def put(path, value):
+    """Returns fn(doc) that sets doc[path...] = value (path: a.b[0].c)."""
+    keys = []
+    for part in path.split('.'):
+        m = re.match(r'^([^\[]*)((?:\[\d+\])*)$', part)
+        if m.group(1):
+            keys.append(m.group(1))
+        keys += [int(i) for i in re.findall(r'\[(\d+)\]', m.group(2))]
+
+    def fn(doc):
+        o = doc
+        for k in keys[:-1]:
+            o = o[k]
+        if value is DELETE:
+            del o[keys[-1]]
+        else:
+            o[keys[-1]] = kitest.deepcopy(value)
+    return fn
+
+
+DELETE = object()
+
+
+def chain(*fns):
+    def fn(doc):
+        for f in fns:
+            f(doc)
+    return fn
+
+
+def protocol(name, harness='h', timer='cuda_events', **extra):
+    spec = {'measurement': {'timer': timer, 'primaryStatistic': 'median'},
+            'harness': {'name': harness}}
+    spec.update(extra)
+    return {'apiVersion': 'kernelindex.dev/v1alpha1',
+            'kind': 'BenchmarkProtocol', 'metadata': {'name': name},
+            'spec': spec}
+
+
+def environment(name, vendor='amd', product='AMD Instinct MI300X'):
+    return {'apiVersion': 'kernelindex.dev/v1alpha1',
+            'kind': 'ExecutionEnvironment', 'metadata': {'name': name},
+            'spec': {'hardware': {'vendor': vendor, 'product': product},
+                     'software': {}}}
+
+
+def workload(name, **kw):
+    spec = {'kernel': 'embedding', 'pass': 'full', 'dtype': 'float32',
+            'parameters': {'batch': 8, 'seq': 2048, 'hidden': 4096,
+                           'vocab': 131072}, 'sweep': 'vocab'}
+    spec.update(kw)
+    return {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Workload',
+            'metadata': {'name': name}, 'spec': spec}
+
+
+def lone_run(**changes):
+    r = kitest.deepcopy(SEED['run'])
+    for k, v in changes.items():
+        put(k, v)(r)
+    return r
+
+
+def named_objects(body):
+    """(plural, name) of every document a request body names."""
+    out = []
+
+    def doc(d):
+        if not isinstance(d, dict):
+            return
+        kind = d.get('kind')
+        meta = d.get('metadata')
+        name = meta.get('name') if isinstance(meta, dict) else None
+        if kind in PLURAL and isinstance(name, str) and name:
+            out.append((PLURAL[kind], name))
+
+    def element(v):
+        if not isinstance(v, dict):
+            return
+        if 'kind' in v:
+            if v.get('kind') == 'List' and isinstance(v.get('items'), list):
+                for it in v['items']:
+                    element(it)
+            else:
+                doc(v)
+            return
+        for p in PARTS:
+            doc(v.get(p))
+    element(body)
+    return out
+
+
+def snapshot(d):
+    """The store as the API shows it: every list's resourceVersion and
+    names, for the kinds that uploads create."""
+    snap = {}
+    for plural in ('benchmarkruns', 'benchmarkprotocols',
+                   'executionenvironments', 'workloads', 'implementations'):
+        items, rv = list_all(d, plural)
+        snap[plural] = (rv, sorted(i['metadata']['name'] for i in items))
+    return snap
+
+
+def list_all(d, plural, page=500):
+    """Every item of a list, following metadata.continue; returns
+    (items, resourceVersion of the first page)."""
+    items, token, rv = [], None, None
+    for _ in range(100000):
+        q = '?limit=%d' % page
+        if token:
+            q += '&continue=' + urllib.parse.quote(token)
+        r = d.get('%s/%s%s' % (G, plural, q))
+        eq(r.status, 200, 'GET %s%s' % (plural, q))
+        j = r.json()
+        if rv is None:
+            rv = j['metadata']['resourceVersion']
+        items += j['items']
+        token = j['metadata'].get('continue')
+        if not token:
+            return items, rv
+    raise TestFailure('the %s list does not end' % plural)
+
+
+def get_name(d, plural, name):
+    return d.get('%s/%s/%s' % (G, plural, urllib.parse.quote(name, safe='')))
+
+
+# ---------------------------------------------------------------- daemons
+
+_daemons = {}
+
+
+def daemon(key, **kw):
+    """A daemon shared by the tests that name the same key."""
+    d = _daemons.get(key)
+    if d is None or not d.running():
+        d = Daemon(**kw).start()
+        _daemons[key] = d
+    return d
+
+
+SENTINEL_ENV = environment('sentinel-environment', vendor='amd',
+                           product='AMD Instinct MI300X')
+
+
+def malformed_daemon():
+    d = _daemons.get('malformed')
+    if d is None or not d.running():
+        d = daemon('malformed', sync=False)
+        r = d.post(G + '/executionenvironments', SENTINEL_ENV)
+        eq(r.status, 201, 'storing the sentinel environment (%r)' % r)
+    return d
+
+
+def small_daemon():
+    return daemon('small', sync=False, args=['--max-body', '4096'])
+
+
+# ---------------------------------------------------------------- cases
+
+class Case:
+    def __init__(self, name, body=None, code=400, reason='BadRequest',
+                 fields=(), words=(), method='POST', path='/benchmarkruns',
+                 ctype='application/json', where='malformed', names=None,
+                 chunked=False, raw_socket=False, all_codes_have_fields=False):
+        self.name = name
+        # code and reason may be tuples of acceptable pairs; then fields
+        # are required of a 422 only, unless all_codes_have_fields
+        self.all_codes_have_fields = all_codes_have_fields
+        self.body = body
+        self.code = code
+        self.reason = reason
+        self.fields = list(fields)   # each a field, or a tuple of choices
+        self.words = list(words)
+        self.method = method
+        # paths under the group version are written without its prefix
+        self.path = path if path.startswith(('/apis/', '/no/')) else G + path
+        self.ctype = ctype
+        self.where = where
+        self.names = names
+        self.chunked = chunked
+        self.raw_socket = raw_socket
+
+    def payload(self):
+        if self.body is None:
+            return None
+        if isinstance(self.body, (bytes, bytearray)):
+            return bytes(self.body)
+        return json.dumps(self.body).encode()
+
+    def objects(self):
+        if self.names is not None:
+            return self.names
+        if isinstance(self.body, (dict, list)):
+            return named_objects(self.body)
+        return []
+
+
+SEED_NAMES = [('benchmarkruns', RUN_NAME), ('benchmarkprotocols', PROTO_NAME),
+              ('executionenvironments', ENV_NAME)]
+SEED_TEXT = json.dumps(SEED)
+PAD_ANNOTATION = put('run.metadata.annotations', {'pad': 'x' * 3000})
+
+
+def tampered(part, field, value):
+    t = mut(put(field, value))
+    return t, digest(t[part]), SEED['run']['spec'][part + 'Digest']
+
+
+def cases():
+    C = []
+    add = C.append
+
+    # -- not JSON, or not a document --
+    add(Case('truncated_json', SEED_TEXT[:len(SEED_TEXT) // 2].encode(),
+             words=['not valid json', 'end of input'], names=SEED_NAMES))
+    add(Case('not_json', b'this is not JSON', words=['not valid json']))
+    add(Case('empty_body', b'', words=['empty']))
+    add(Case('whitespace_body', b'  \n\t ', words=['json']))
+    add(Case('top_level_array', json.dumps([SEED]).encode(),
+             words=['object'], names=SEED_NAMES))
+    add(Case('top_level_string', b'"BenchmarkRun"', words=['object']))
+    add(Case('trailing_garbage', (SEED_TEXT + ' garbage').encode(),
+             words=['json'], names=SEED_NAMES))
+    add(Case('two_documents', (SEED_TEXT + '\n' + SEED_TEXT).encode(),
+             words=['json'], names=SEED_NAMES))
+    add(Case('single_quotes', b"{'run': {}}", words=['not valid json']))
+    add(Case('trailing_comma', replace_once(
+        SEED_TEXT,
+        '"median": 7489376}', '"median": 7489376,}')
+        .encode(), words=['not valid json'], names=SEED_NAMES))
+
+    # -- duplicate keys --
+    add(Case('duplicate_key_top_level', ('{"run": %s, "run": %s}' % (
+        json.dumps(SEED['run']), json.dumps(SEED['run']))).encode(),
+        fields=['run'], words=['duplicate'],
+        names=[('benchmarkruns', RUN_NAME)]))
+    add(Case('duplicate_key_nested', replace_once(
+        SEED_TEXT,
+        '"median": 7489376', '"median": 7489376, "median": 7489377')
+        .encode(), fields=['run.spec.timing.latencyNs.median'],
+        words=['duplicate'], names=SEED_NAMES))
+    add(Case('duplicate_key_in_measurements', replace_once(
+        SEED_TEXT,
+        '"metric": "latency", "statistic": "p80"',
+        '"metric": "latency", "statistic": "p80", "metric": "latency"')
+        .encode(), fields=['run.spec.measurements[1].metric'],
+        words=['duplicate'], names=SEED_NAMES))
+    p = protocol('dup-key-protocol')
+    add(Case('duplicate_key_lone_protocol', replace_once(
+        json.dumps(p),
+        '"timer": "cuda_events"', '"timer": "cuda_events", "timer": "cupti"')
+        .encode(), path='/benchmarkprotocols',
+        fields=['spec.measurement.timer'], words=['duplicate'],
+        names=[('benchmarkprotocols', 'dup-key-protocol')]))
+
+    # -- bytes and numbers json-c would not keep --
+    add(Case('invalid_utf8', replace_once(
+        SEED_TEXT.encode(),
+        b'Embedding lookup', b'Embedding \xff\xfe lookup'),
+        words=['utf-8'], names=SEED_NAMES))
+    add(Case('invalid_utf8_overlong', replace_once(
+        SEED_TEXT.encode(),
+        b'huggingface \\u00b7', b'huggingface \xc0\xaf'),
+        words=['utf-8'], names=SEED_NAMES))
+    for name, bad in [('invalid_utf8_overlong_3_bytes', b'\xe0\x80\xaf'),
+                      ('invalid_utf8_encoded_surrogate', b'\xed\xa0\x80'),
+                      ('invalid_utf8_above_u10ffff', b'\xf4\x90\x80\x80'),
+                      ('invalid_utf8_f5_lead_byte', b'\xf5\x80\x80\x80'),
+                      ('invalid_utf8_truncated_sequence', b'\xe2\x82')]:
+        add(Case(name, replace_once(SEED_TEXT.encode(), b'Embedding lookup',
+                                    b'Embedding ' + bad + b' lookup'),
+                 words=['utf-8'], names=SEED_NAMES))
+    add(Case('unescaped_control_character', replace_once(
+        SEED_TEXT.encode(), b'Embedding lookup', b'Embedding\x01lookup'),
+        words=['json'], names=SEED_NAMES))
+    add(Case('lone_surrogate', replace_once(
+        SEED_TEXT,
+        'Embedding lookup', 'Embedding \\ud800 lookup').encode(),
+        fields=['run.metadata.title'], words=['surrogate'],
+        names=SEED_NAMES))
+    deep = mut(put('run.spec.timing.latencyNs.median', '@RAW@'))
+    add(Case('nesting_deeper_than_limit',
+             raw_with(mut(put('run.metadata.annotations', {'x': '@RAW@'})),
+                      '[' * 40 + ']' * 40),
+             words=['deeper', '32'], names=SEED_NAMES))
+    # NaN and Infinity are not JSON: a 400 for the syntax, or a 422 naming
+    # the field that must be finite, are both precise answers.
+    add(Case('nan_figure', raw_with(deep, 'NaN'), code=(400, 422),
+             reason=('BadRequest', 'Invalid'),
+             fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
+    add(Case('infinity_figure', raw_with(deep, 'Infinity'), code=(400, 422),
+             reason=('BadRequest', 'Invalid'),
+             fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
+    add(Case('negative_infinity_figure', raw_with(deep, '-Infinity'),
+             code=(400, 422), reason=('BadRequest', 'Invalid'),
+             fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
+    add(Case('huge_integer_clamped',
+             raw_with(deep, '123456789012345678901234567890'),
+             fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
+    add(Case('number_overflowing_double', raw_with(deep, '1e400'),
+             code=422, reason='Invalid', words=['finite'],
+             fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
+
+    # -- limits and media types --
+    big = mut(PAD_ANNOTATION)
+    add(Case('body_over_max_body', big, code=413,
+             reason='RequestEntityTooLarge', words=['4096'], where='small'))
+    add(Case('body_over_max_body_chunked', big, code=413,
+             reason='RequestEntityTooLarge', words=['4096'], where='small',
+             chunked=True))
+    add(Case('body_over_default_8mib',
+             raw_with(mut(put('run.metadata.annotations', {'x': '@RAW@'})),
+                      '"' + 'x' * (8 * 1024 * 1024) + '"'),
+             code=413, reason='RequestEntityTooLarge', words=['8388608'],
+             names=SEED_NAMES, raw_socket=True))
+    add(Case('content_type_csv', SEED_TEXT.encode(), ctype='text/csv',
+             code=415, reason='UnsupportedMediaType', words=['text/csv'],
+             names=SEED_NAMES))
+    add(Case('content_type_xml', SEED_TEXT.encode(), ctype='application/xml',
+             code=415, reason='UnsupportedMediaType',
+             words=['application/xml'], names=SEED_NAMES))
+    add(Case('content_type_yaml_on_protocols',
+             json.dumps(protocol('ct-yaml')).encode(),
+             path='/benchmarkprotocols', ctype='text/plain', code=415,
+             reason='UnsupportedMediaType', words=['text/plain'],
+             names=[('benchmarkprotocols', 'ct-yaml')]))
+
+    # -- kinds and versions --
+    add(Case('unknown_kind', mut(put('kind', 'BenchmarkThing'),
+                                 SEED['protocol']),
+             path='/benchmarkprotocols', words=['benchmarkthing']))
+    add(Case('unknown_kind_in_bundle', mut(put('run.kind', 'BenchmarkRuns')),
+             words=['benchmarkruns'], names=SEED_NAMES[1:]))
+    add(Case('wrong_api_version', mut(put('apiVersion', 'kernelindex.dev/v1'),
+                                      SEED['protocol']),
+             path='/benchmarkprotocols', words=['kernelindex.dev/v1']))
+    add(Case('core_api_version', mut(put('apiVersion', 'v1'),
+                                     SEED['protocol']),
+             path='/benchmarkprotocols', words=['"v1"']))
+    add(Case('missing_kind', mut(put('kind', DELETE), SEED['protocol']),
+             path='/benchmarkprotocols', words=['kind'],
+             names=[('benchmarkprotocols', PROTO_NAME)]))
+    add(Case('bundle_to_protocols', SEED, path='/benchmarkprotocols',
+             words=['bundle', 'benchmarkruns']))
+    add(Case('protocol_to_environments', SEED['protocol'],
+             path='/executionenvironments',
+             words=['benchmarkprotocol', 'benchmarkprotocols']))
+    add(Case('protocol_to_runs', SEED['protocol'],
+             words=['benchmarkprotocol', 'benchmarkprotocols']))
+    add(Case('bundle_part_of_wrong_kind',
+             mut(put('protocol', SEED['environment'])),
+             code=(400, 422), reason=('BadRequest', 'Invalid'),
+             fields=['protocol.kind'], all_codes_have_fields=True,
+             words=['executionenvironment', 'benchmarkprotocol']))
+    add(Case('bundle_unknown_part', mut(put('extra', {'a': 1})),
+             code=422, reason='Invalid', fields=['extra']))
+
+    # -- metadata --
+    def run_meta(field, value):
+        return mut(put('run.metadata.' + field, value))
+    add(Case('name_uppercase', run_meta('name', 'Liger-Embedding'),
+             code=422, reason='Invalid', fields=['run.metadata.name'],
+             words=['liger-embedding', 'lower case']))
+    add(Case('name_too_long', mut(put('metadata.name', 'a' * 254),
+                                  SEED['protocol']),
+             path='/benchmarkprotocols', code=422, reason='Invalid',
+             fields=['metadata.name'], words=['253']))
+    add(Case('name_leading_dash', run_meta('name', '-liger'), code=422,
+             reason='Invalid', fields=['run.metadata.name']))
+    add(Case('name_underscore', run_meta('name', 'liger_embedding'),
+             code=422, reason='Invalid', fields=['run.metadata.name']))
+    add(Case('name_with_slash', mut(put('metadata.name', 'a/b'),
+                                    SEED['protocol']),
+             path='/benchmarkprotocols', code=422, reason='Invalid',
+             fields=['metadata.name']))
+    add(Case('name_missing', mut(put('run.metadata.name', DELETE)),
+             code=422, reason='Invalid', fields=['run.metadata.name'],
+             words=['required']))
+    add(Case('name_not_a_string', run_meta('name', 42), code=422,
+             reason='Invalid', fields=['run.metadata.name'],
+             words=['string']))
+    add(Case('metadata_missing', mut(put('metadata', DELETE),
+                                     SEED['protocol']),
+             path='/benchmarkprotocols', code=422, reason='Invalid',
+             fields=['metadata'], words=['required']))
+    add(Case('label_key_bad', run_meta('labels', {'bad key!': 'x'}),
+             code=422, reason='Invalid',
+             fields=[('run.metadata.labels', 'run.metadata.labels.bad key!')],
+             words=['bad key!']))
+    add(Case('label_key_bad_prefix', run_meta('labels', {'Example.COM/a': 'x'}),
+             code=422, reason='Invalid',
+             fields=[('run.metadata.labels',
+                      'run.metadata.labels.Example.COM/a')]))
+    add(Case('label_value_bad', run_meta('labels', {'liger_version': '-0.2-'}),
+             code=422, reason='Invalid',
+             fields=['run.metadata.labels.liger_version'], words=['-0.2-']))
+    add(Case('label_value_too_long', run_meta('labels', {'v': 'a' * 64}),
+             code=422, reason='Invalid', fields=['run.metadata.labels.v'],
+             words=['63']))
+    add(Case('label_value_not_string', run_meta('labels', {'v': 1}),
+             code=422, reason='Invalid', fields=['run.metadata.labels.v'],
+             words=['string']))
+    add(Case('too_many_labels', run_meta('labels', {
+        'l%d' % i: 'v' for i in range(65)}), code=422, reason='Invalid',
+        fields=['run.metadata.labels'], words=['64']))
+    add(Case('title_not_string', run_meta('title', ['a']), code=422,
+             reason='Invalid', fields=['run.metadata.title']))
+
+    # -- wrong types --
+    add(Case('string_for_number',
+             mut(put('run.spec.timing.latencyNs.median', '7489376')),
+             code=422, reason='Invalid',
+             fields=['run.spec.timing.latencyNs.median'], words=['number']))
+    add(Case('number_for_string', mut(put('run.spec.status', 1)), code=422,
+             reason='Invalid', fields=['run.spec.status'], words=['string']))
+    add(Case('object_for_array', mut(put('run.spec.measurements', {})),
+             code=422, reason='Invalid', fields=['run.spec.measurements'],
+             words=['array']))
+    add(Case('null_for_required', mut(put('run.spec.observedAt', None)),
+             code=422, reason='Invalid', fields=['run.spec.observedAt'],
+             words=['null']))
+    add(Case('spec_not_object', mut(put('spec', []), SEED['protocol']),
+             path='/benchmarkprotocols', code=422, reason='Invalid',
+             fields=['spec'], words=['object']))
+    add(Case('fraction_for_integer', protocol(
+        'frac-reps', measurement={'timer': 'cuda_events',
+                                  'primaryStatistic': 'median',
+                                  'repetitions': 2.5}),
+        path='/benchmarkprotocols', code=422, reason='Invalid',
+        fields=['spec.measurement.repetitions'], words=['integer']))
+    add(Case('string_for_boolean', protocol(
+        'str-bool', measurement={'timer': 'cuda_events',
+                                 'primaryStatistic': 'median',
+                                 'l2Flush': 'yes'}),
+        path='/benchmarkprotocols', code=422, reason='Invalid',
+        fields=['spec.measurement.l2Flush'], words=['boolean']))
+
+    # -- required fields --
+    add(Case('missing_spec', mut(put('run.spec', DELETE)), code=422,
+             reason='Invalid', fields=['run.spec'], words=['required']))
+    add(Case('missing_observed_at', mut(put('run.spec.observedAt', DELETE)),
+             code=422, reason='Invalid', fields=['run.spec.observedAt'],
+             words=['required']))
+    add(Case('missing_protocol_digest',
+             mut(put('run.spec.protocolDigest', DELETE)), code=422,
+             reason='Invalid', fields=['run.spec.protocolDigest'],
+             words=['required']))
+    add(Case('missing_timer', mut(put('protocol.spec.measurement.timer',
+                                      DELETE)),
+             code=422, reason='Invalid',
+             fields=['protocol.spec.measurement.timer'], words=['required']))
+    add(Case('missing_hardware_product',
+             mut(put('spec.hardware.product', DELETE), SEED['environment']),
+             path='/executionenvironments', code=422, reason='Invalid',
+             fields=['spec.hardware.product'], words=['required']))
+    add(Case('missing_workload_kernel', mut(put('spec.kernel', DELETE),
+                                            workload('wl-no-kernel')),
+             path='/workloads', code=422, reason='Invalid',
+             fields=['spec.kernel'], words=['required']))
+
+    # -- enumerations --
+    add(Case('unsupported_status', mut(put('run.spec.status', 'ok')),
+             code=422, reason='Invalid', fields=['run.spec.status'],
+             words=['"ok"', 'passed']))
+    add(Case('unsupported_timer',
+             mut(put('protocol.spec.measurement.timer', 'stopwatch')),
+             code=422, reason='Invalid',
+             fields=['protocol.spec.measurement.timer'],
+             words=['stopwatch', 'cuda_events']))
+    add(Case('unsupported_unit',
+             mut(put('run.spec.measurements[0].unit', 'parsecs')),
+             code=422, reason='Invalid',
+             fields=['run.spec.measurements[0].unit'], words=['parsecs']))
+    add(Case('unsupported_statistic',
+             mut(put('run.spec.measurements[0].statistic', 'p42')),
+             code=422, reason='Invalid',
+             fields=['run.spec.measurements[0].statistic'], words=['p42']))
+    add(Case('unsupported_primary_statistic',
+             mut(put('run.spec.timing.primaryStatistic', 'average')),
+             code=422, reason='Invalid',
+             fields=['run.spec.timing.primaryStatistic'], words=['average']))
+    add(Case('unsupported_metric',
+             mut(put('run.spec.measurements[1].metric', 'speed')),
+             code=422, reason='Invalid',
+             fields=['run.spec.measurements[1].metric'], words=['speed']))
+    add(Case('unsupported_vendor',
+             mut(put('environment.spec.hardware.vendor', 'acme')),
+             code=422, reason='Invalid',
+             fields=['environment.spec.hardware.vendor'], words=['acme']))
+    add(Case('unsupported_pass', workload('wl-bad-pass', **{'pass': 'sideways'}),
+             path='/workloads', code=422, reason='Invalid',
+             fields=['spec.pass'], words=['sideways', 'forward']))
+    add(Case('unsupported_dtype', workload('wl-bad-dtype', dtype='float7'),
+             path='/workloads', code=422, reason='Invalid',
+             fields=['spec.dtype'], words=['float7']))
+
+    # -- figures --
+    add(Case('negative_median',
+             mut(chain(put('run.spec.timing.latencyNs.median', -7489376),
+                       put('run.spec.sourceNative.metrics.ms_50',
+                           -7.489376068115234))),
+             code=422, reason='Invalid',
+             fields=['run.spec.timing.latencyNs.median'], words=['0']))
+    add(Case('negative_measurement',
+             mut(chain(put('run.spec.measurements[0].value', -1),
+                       put('run.spec.sourceNative.metrics', {}))),
+             code=422, reason='Invalid',
+             fields=['run.spec.measurements[0].value'], words=['0']))
+    add(Case('negative_protocol_warmup', protocol(
+        'neg-warmup', measurement={'timer': 'cuda_events',
+                                   'primaryStatistic': 'median',
+                                   'warmupMs': -25}),
+        path='/benchmarkprotocols', code=422, reason='Invalid',
+        fields=['spec.measurement.warmupMs'], words=['0']))
+    add(Case('quantiles_p20_above_median',
+             mut(chain(put('run.spec.measurements[0].value', 7500000),
+                       put('run.spec.sourceNative.metrics.ms_20', 7.5))),
+             code=422, reason='Invalid',
+             fields=[('run.spec.measurements[0].value',
+                      'run.spec.timing.latencyNs.median')],
+             words=['ordered']))
+    add(Case('quantiles_median_above_p80',
+             mut(chain(put('run.spec.measurements[1].value', 7400000),
+                       put('run.spec.sourceNative.metrics.ms_80', 7.4))),
+             code=422, reason='Invalid',
+             fields=[('run.spec.timing.latencyNs.median',
+                      'run.spec.measurements[1].value')],
+             words=['ordered']))
+    add(Case('quantiles_unordered_in_latency_ns',
+             mut(chain(put('run.spec.timing.latencyNs',
+                           {'median': 7489376, 'p20': 7600000,
+                            'p80': 7520378}),
+                       put('run.spec.measurements', []),
+                       put('run.spec.sourceNative.metrics', {}))),
+             code=422, reason='Invalid',
+             fields=[('run.spec.timing.latencyNs.p20',
+                      'run.spec.timing.latencyNs.median')],
+             words=['ordered']))
+    add(Case('unit_not_of_metric',
+             mut(put('run.spec.measurements[0].unit', 'bytes')),
+             code=422, reason='Invalid',
+             fields=['run.spec.measurements[0].unit'],
+             words=['bytes', 'latency']))
+    add(Case('source_native_inconsistent',
+             mut(put('run.spec.sourceNative.metrics.ms_50', 8.0)),
+             code=422, reason='Invalid',
+             fields=['run.spec.sourceNative.metrics.ms_50'],
+             words=['ms_50']))
+    add(Case('primary_statistic_absent',
+             mut(put('run.spec.timing.primaryStatistic', 'mean')),
+             code=422, reason='Invalid',
+             fields=['run.spec.timing.primaryStatistic'], words=['mean']))
+
+    # -- digests --
+    dg = SEED['run']['spec']['workloadDigest']
+    add(Case('digest_uppercase_hex',
+             mut(put('run.spec.workloadDigest', 'sha256:' + dg[7:].upper())),
+             code=422, reason='Invalid', fields=['run.spec.workloadDigest'],
+             words=['lowercase']))
+    add(Case('digest_wrong_length',
+             mut(put('run.spec.implementationDigest', dg[:-2])),
+             code=422, reason='Invalid',
+             fields=['run.spec.implementationDigest'], words=['64']))
+    add(Case('digest_without_prefix',
+             mut(put('run.spec.workloadDigest', dg[7:])),
+             code=422, reason='Invalid', fields=['run.spec.workloadDigest'],
+             words=['sha256:']))
+    add(Case('digest_other_algorithm',
+             mut(put('run.spec.workloadDigest', 'md5:' + dg[7:39])),
+             code=422, reason='Invalid', fields=['run.spec.workloadDigest']))
+    t, got, want = tampered('protocol', 'protocol.spec.measurement.timer',
+                            'wall_clock')
+    add(Case('tampered_protocol', t, code=422, reason='Invalid',
+             fields=['run.spec.protocolDigest'], words=[got, want]))
+    t, got, want = tampered('environment',
+                            'environment.spec.hardware.product',
+                            'NVIDIA H100')
+    add(Case('tampered_environment', t, code=422, reason='Invalid',
+             fields=['run.spec.environmentDigest'], words=[got, want]))
+    t = mut(chain(put('protocol.spec.measurement.timer', 'wall_clock'),
+                  put('environment.spec.hardware.product', 'NVIDIA H100')))
+    add(Case('tampered_protocol_and_environment', t, code=422,
+             reason='Invalid', fields=['run.spec.protocolDigest',
+                                       'run.spec.environmentDigest'],
+             words=[digest(t['protocol']), digest(t['environment'])]))
+    env_dg = digest(SENTINEL_ENV)
+    add(Case('reference_names_other_kind',
+             lone_run(**{'spec.protocolDigest': env_dg,
+                         'metadata.name': 'run-naming-an-environment'}),
+             code=422, reason='Invalid', fields=['spec.protocolDigest'],
+             words=['executionenvironment', 'benchmarkprotocol']))
+
+    # -- timestamps --
+    for name, ts in [('observed_at_with_space', '2024-09-03 15:33:28'),
+                     ('observed_at_february_30', '2024-02-30T00:00:00Z'),
+                     ('observed_at_without_zone', '2024-09-03T15:33:28'),
+                     ('observed_at_hour_25', '2024-09-03T25:00:00Z'),
+                     ('observed_at_epoch_number', 1725377608)]:
+        add(Case(name, mut(put('run.spec.observedAt', ts)), code=422,
+                 reason='Invalid', fields=['run.spec.observedAt'],
+                 words=['rfc 3339'] if isinstance(ts, str) else ['string']))
+
+    # -- query parameters --
+    add(Case('strict_unknown_field',
+             mut(put('spec.measurement.stopwatch', True), SEED['protocol']),
+             path='/benchmarkprotocols?fieldValidation=Strict',
+             fields=['spec.measurement.stopwatch'],
+             words=['unknown field', 'spec.measurement.stopwatch']))
+    add(Case('strict_unknown_field_in_bundle',
+             mut(put('run.spec.gpuCount', 8)),
+             path='/benchmarkruns?fieldValidation=Strict',
+             fields=['run.spec.gpuCount'],
+             words=['unknown field', 'run.spec.gpuCount']))
+    add(Case('invalid_field_validation', SEED['protocol'],
+             path='/benchmarkprotocols?fieldValidation=Loose',
+             words=['fieldvalidation', 'loose']))
+    add(Case('invalid_dry_run', SEED['protocol'],
+             path='/benchmarkprotocols?dryRun=true', words=['dryrun']))
+    add(Case('invalid_atomic', SEED, path='/benchmarkruns?atomic=maybe',
+             words=['atomic']))
+    add(Case('invalid_limit', None, method='GET',
+             path='/benchmarkprotocols?limit=ten', words=['limit']))
+    add(Case('negative_limit', None, method='GET',
+             path='/benchmarkprotocols?limit=-1', words=['limit']))
+    add(Case('malformed_continue', None, method='GET',
+             path='/benchmarkprotocols?continue=%21%21%21',
+             words=['continue']))
+
+    # -- paths and methods --
+    add(Case('unknown_path', None, method='GET', path='/no/such/path',
+             code=404, reason='NotFound'))
+    add(Case('unknown_resource', None, method='GET', path='/benchmarkrunz',
+             code=404, reason='NotFound'))
+    add(Case('unknown_group', None, method='GET',
+             path='/apis/example.com/v1/benchmarkruns', code=404,
+             reason='NotFound'))
+    add(Case('unknown_version', None, method='GET',
+             path='/apis/kernelindex.dev/v1/benchmarkruns', code=404,
+             reason='NotFound'))
+    add(Case('post_to_unknown_resource', SEED, path='/benchmarkrunz',
+             code=404, reason='NotFound', names=SEED_NAMES))
+    add(Case('item_subpath', None, method='GET',
+             path='/benchmarkprotocols/a/b', code=404, reason='NotFound'))
+    add(Case('get_missing_object', None, method='GET',
+             path='/benchmarkprotocols/no-such-protocol', code=404,
+             reason='NotFound', words=['no-such-protocol']))
+    add(Case('delete_missing_object', None, method='DELETE',
+             path='/benchmarkprotocols/no-such-protocol', code=404,
+             reason='NotFound', words=['no-such-protocol']))
+    add(Case('get_missing_digest', None, method='GET',
+             path='/objects/sha256:' + '0' * 64, code=404,
+             reason='NotFound'))
+    add(Case('get_malformed_digest', None, method='GET',
+             path='/objects/sha256:' + 'A' * 64, words=['digest']))
+    add(Case('put_on_collection', SEED['protocol'], method='PUT',
+             path='/benchmarkprotocols', code=405,
+             reason='MethodNotAllowed', words=['put']))
+    add(Case('patch_on_collection', SEED['protocol'], method='PATCH',
+             path='/benchmarkprotocols', code=405,
+             reason='MethodNotAllowed', words=['patch']))
+    add(Case('post_on_item', SEED['protocol'], method='POST',
+             path='/benchmarkprotocols/' + PROTO_NAME, code=405,
+             reason='MethodNotAllowed', words=['post']))
+    add(Case('post_on_objects', SEED['protocol'], method='POST',
+             path='/objects/' + SEED['run']['spec']['protocolDigest'],
+             code=405, reason='MethodNotAllowed'))
+
+    # -- several problems in one document: all reported at once --
+    add(Case('run_with_five_problems', mut(chain(
+        put('run.metadata.name', 'Bad_Name'),
+        put('run.spec.status', 'finished'),
+        put('run.spec.observedAt', 'yesterday'),
+        put('run.spec.workloadDigest', 'sha256:xyz'),
+        put('run.metadata.labels', {'liger_version': '0.2.1!'}))),
+        code=422, reason='Invalid',
+        fields=['run.metadata.name', 'run.spec.status',
+                'run.spec.observedAt', 'run.spec.workloadDigest',
+                'run.metadata.labels.liger_version']))
+    add(Case('problems_in_every_bundle_part', mut(chain(
+        put('run.spec.measurements[0].unit', 'bytes'),
+        put('protocol.spec.measurement.timer', 'sundial'),
+        put('environment.spec.hardware.vendor', 'acme'),
+        put('environment.metadata.name', 'ENV'))),
+        code=422, reason='Invalid',
+        fields=['run.spec.measurements[0].unit',
+                'protocol.spec.measurement.timer',
+                'environment.spec.hardware.vendor',
+                'environment.metadata.name']))
+    add(Case('protocol_with_three_problems', protocol(
+        'three-problems', harness='', measurement={
+            'timer': 'hourglass', 'primaryStatistic': 'mode',
+            'repetitions': -3}),
+        path='/benchmarkprotocols', code=422, reason='Invalid',
+        fields=['spec.harness.name', 'spec.measurement.timer',
+                'spec.measurement.primaryStatistic',
+                'spec.measurement.repetitions']))
+    add(Case('list_without_items', {'apiVersion': 'v1', 'kind': 'List'},
+             code=422, reason='Invalid', fields=['items']))
+    add(Case('atomic_list_with_one_bad_item', {
+        'apiVersion': 'v1', 'kind': 'List', 'items': [
+            protocol('atomic-good-1', harness='g1'),
+            protocol('atomic-bad', timer='sundial'),
+            protocol('atomic-good-2', harness='g2')]},
+        path='/benchmarkruns?atomic=true', code=422, reason='Invalid',
+        fields=['items[1].spec.measurement.timer']))
+    return C
+
+
+def send_case(d, c):
+    body = c.payload()
+    if c.raw_socket:
+        r = d.raw_request(c.method, c.path, body or b'',
+                          headers={'Content-Type': c.ctype})
+        check(r is not None, 'no answer at all (the connection was closed)')
+        return r
+    if c.chunked:
+        chunks = [body[i:i + 1000] for i in range(0, len(body), 1000)]
+        return d.request(c.method, c.path, body=iter(chunks),
+                         content_type=c.ctype)
+    return d.request(c.method, c.path, body=body,
+                     content_type=c.ctype if body is not None else None)
+
+
+def check_case(d, c):
+    before = snapshot(d)
+    r = send_case(d, c)
+    want_fields = c.fields
+    if isinstance(c.code, tuple):
+        st = status_of(r)
+        pairs = list(zip(c.code, c.reason))
+        check((r.status, st.get('reason')) in pairs,
+              'status %d %s, want one of %s (body %r)' % (
+                  r.status, st.get('reason'), pairs, r.body[:600]))
+        if r.status != 422 and not c.all_codes_have_fields:
+            want_fields = []
+    else:
+        st = status_of(r, c.code, c.reason)
+    fields = cause_fields(st)
+    for f in want_fields:
+        choices = f if isinstance(f, tuple) else (f,)
+        check(any(x in fields for x in choices),
+              'details.causes has no field %s; causes: %s; message: %s' %
+              (' or '.join(choices), json.dumps(kitest.causes(st)),
+               st.get('message')))
+    text = status_text(st)
+    for w in c.words:
+        check(w.lower() in text, 'the Status does not mention %r: %s' %
+              (w, json.dumps(st)[:1500]))
+    # Nothing changed: same resourceVersion, same objects, and nothing the
+    # rejected body named exists.
+    after = snapshot(d)
+    for plural in before:
+        eq(after[plural], before[plural],
+           'the %s list after a rejected request' % plural)
+    for plural, name in c.objects():
+        if (plural, name) == ('executionenvironments',
+                              SENTINEL_ENV['metadata']['name']):
+            continue
+        g = get_name(d, plural, name)
+        eq(g.status, 404, '%s/%s after the rejected request' % (plural, name))
+
+
+@test
+def malformed_inputs_rejected_and_store_unchanged():
+    cs = cases()
+    names = [c.name for c in cs]
+    eq(len(names), len(set(names)), 'case names are distinct')
+    check(len(cs) >= 45, 'at least 45 cases, got %d' % len(cs))
+    failures = []
+    for c in cs:
+        d = small_daemon() if c.where == 'small' else malformed_daemon()
+        try:
+            check_case(d, c)
+        except (TestFailure, OSError) as e:
+            failures.append('%s: %s' % (c.name, e))
+            # a case that changed the store must not spoil the next ones
+            d.stop()
+    print('      %d malformed cases, %d failed' % (len(cs), len(failures)))
+    if failures:
+        raise TestFailure('\n'.join(failures))
+
+
+# ---------------------------------------------------------------- good paths
+
+def fresh():
+    return Daemon(sync=False).start()
+
+
+@test
+def seed_created_then_unchanged_and_read_back():
+    d = fresh()
+    r = d.post(G + '/benchmarkruns', SEED)
+    eq(r.status, 201, 'first seed POST (%r)' % r)
+    j = r.json()
+    eq(j.get('kind'), 'UploadResult', 'the answer to a bundle')
+    eq(j['summary'], {'created': 3, 'unchanged': 0, 'failed': 0}, 'summary')
+    rv1 = d.list_rv('benchmarkruns')
+    r = d.post(G + '/benchmarkruns', SEED)
+    eq(r.status, 200, 'identical seed POST (%r)' % r)
+    eq(r.json()['summary'], {'created': 0, 'unchanged': 3, 'failed': 0},
+       'summary of the identical POST')
+    eq(d.list_rv('benchmarkruns'), rv1, 'resourceVersion after a no-op')
+    for part, plural in [('run', 'benchmarkruns'),
+                         ('protocol', 'benchmarkprotocols'),
+                         ('environment', 'executionenvironments')]:
+        obj = SEED[part]
+        name = obj['metadata']['name']
+        lst = d.get('%s/%s' % (G, plural)).json()
+        eq(lst['kind'], obj['kind'] + 'List', 'list kind')
+        eq([i['metadata']['name'] for i in lst['items']], [name],
+           '%s list after two identical POSTs' % plural)
+        r = get_name(d, plural, name)
+        eq(r.status, 200, 'GET %s/%s' % (plural, name))
+        got = r.json()
+        eq(got['spec'], obj['spec'], '%s spec read back by name' % part)
+        eq(got['kind'], obj['kind'], 'kind')
+        eq(got['apiVersion'], obj['apiVersion'], 'apiVersion')
+        eq(got['metadata']['name'], name, 'name')
+        if 'title' in obj['metadata']:
+            eq(got['metadata']['title'], obj['metadata']['title'], 'title')
+        for k in ('uid', 'creationTimestamp', 'resourceVersion'):
+            check(got['metadata'].get(k), 'metadata.%s is set' % k)
+        dg = digest(obj)
+        eq(got.get('status', {}).get('digest'), dg, 'status.digest')
+        r = d.get('%s/objects/%s' % (G, dg))
+        eq(r.status, 200, 'GET objects/%s' % dg)
+        eq('sha256:' + hashlib.sha256(r.body).hexdigest(), dg,
+           'SHA-256 of the body served by digest')
+        eq(r.body, canonical_bytes(obj), 'the canonical JCS bytes')
+        eq(r.json()['spec'], obj['spec'], 'spec read back by digest')
+        etag = r.headers.get('ETag') or ''
+        check(dg[7:] in etag, 'ETag %r contains the digest' % etag)
+        cc = r.headers.get('Cache-Control') or ''
+        check('immutable' in cc, 'Cache-Control %r is immutable' % cc)
+        r = d.get('%s/objects/%s' % (G, dg), headers={'If-None-Match': etag})
+        eq(r.status, 304, 'If-None-Match with the ETag')
+        eq(r.body, b'', 'a 304 has no body')
+    run = get_name(d, 'benchmarkruns', RUN_NAME).json()
+    refs = run['status']['references']
+    eq(refs['protocol']['resolved'], True, 'protocol reference resolved')
+    eq(refs['environment']['resolved'], True, 'environment resolved')
+    eq(refs['workload']['resolved'], False, 'workload unresolved')
+    d.stop()
+
+
+@test
+def lone_protocol_location_identity_and_conflicts():
+    d = fresh()
+    p = protocol('lone-protocol', harness='lone')
+    r = d.post(G + '/benchmarkprotocols', p)
+    eq(r.status, 201, 'first POST (%r)' % r)
+    loc = r.headers.get('Location') or ''
+    check(loc.endswith('/benchmarkprotocols/lone-protocol'),
+          'Location header %r' % loc)
+    path = urllib.parse.urlparse(loc).path if '://' in loc else loc
+    g = d.get(path)
+    eq(g.status, 200, 'GET the Location')
+    eq(g.json()['spec'], p['spec'], 'spec at the Location')
+    eq(r.json()['spec'], p['spec'], 'the answer is the object')
+    rv = d.list_rv('benchmarkprotocols')
+    r = d.post(G + '/benchmarkprotocols', p)
+    eq(r.status, 200, 'identical POST')
+    eq(d.list_rv('benchmarkprotocols'), rv, 'rv after an identical POST')
+    # the same content under another name is the same object
+    q = mut(put('metadata.name', 'lone-protocol-alias'), p)
+    r = d.post(G + '/benchmarkprotocols', q)
+    eq(r.status, 200, 'same content, other name')
+    eq(r.json()['metadata']['name'], 'lone-protocol',
+       'the answer names the existing object')
+    items = d.get(G + '/benchmarkprotocols').json()['items']
+    eq([i['metadata']['name'] for i in items], ['lone-protocol'],
+       'one protocol after the alias POST')
+    eq(get_name(d, 'benchmarkprotocols', 'lone-protocol-alias').status, 404,
+       'no second name for the same content')
+    # the same name with other content
+    o = mut(put('spec.measurement.timer', 'cupti'), p)
+    r = d.post(G + '/benchmarkprotocols', o)
+    st = status_of(r, 409, 'AlreadyExists')
+    check('lone-protocol' in st['message'], 'the 409 names the object: %s' %
+          st['message'])
+    eq(d.list_rv('benchmarkprotocols'), rv, 'rv after the 409')
+    eq(get_name(d, 'benchmarkprotocols', 'lone-protocol').json()['spec'],
+       p['spec'], 'the stored spec is unchanged after the 409')
+    # a bundle whose run conflicts leaves none of its new parts behind
+    r = d.post(G + '/benchmarkruns', SEED)
+    eq(r.status, 201, 'seed POST')
+    rv = d.list_rv('benchmarkruns')
+    b = mut(chain(put('run.spec.status', 'failed'),
+                  put('protocol', protocol('fresh-part', harness='fresh')),
+                  put('run.spec.protocolDigest',
+                      digest(protocol('fresh-part', harness='fresh')))))
+    r = d.post(G + '/benchmarkruns', b)
+    status_of(r, 409, 'AlreadyExists')
+    eq(d.list_rv('benchmarkruns'), rv, 'rv after a conflicting bundle')
+    eq(get_name(d, 'benchmarkprotocols', 'fresh-part').status, 404,
+       'the new protocol of a conflicting bundle')
+    # natural key: same source row, other name and content
+    n = mut(chain(put('run.metadata.name', 'another-name-same-row'),
+                  put('run.spec.status', 'failed')))
+    r = d.post(G + '/benchmarkruns', n)
+    st = status_of(r, 409)
+    check(st.get('reason') in ('AlreadyExists', 'Conflict'),
+          'natural-key reason %r' % st.get('reason'))
+    check(RUN_NAME in st['message'] or 'externalid' in st['message'].lower()
+          or SEED['run']['spec']['sourceNative']['externalId']
+          in st['message'], 'the 409 says which row: %s' % st['message'])
+    eq(get_name(d, 'benchmarkruns', 'another-name-same-row').status, 404,
+       'the natural-key conflict stored nothing')
+    eq(d.list_rv('benchmarkruns'), rv, 'rv after the natural-key 409')
+    # natural key, identical content under another name: unchanged
+    n = mut(put('run.metadata.name', 'another-name-same-content'))
+    r = d.post(G + '/benchmarkruns', n)
+    eq(r.status, 200, 'same source row and content, other name (%r)' % r)
+    eq(d.list_rv('benchmarkruns'), rv, 'rv after the identical row')
+    d.stop()
+
+
+@test
+def list_upload_reports_each_item():
+    d = fresh()
+    lst = {'apiVersion': 'v1', 'kind': 'List', 'items': [
+        protocol('list-p1', harness='l1'),
+        environment('list-e1'),
+        workload('list-w1'),
+        SEED,
+        protocol('list-bad', timer='sundial'),
+    ]}
+    r = d.post(G + '/benchmarkruns', lst)
+    eq(r.status, 201, 'List POST (%r)' % r)
+    j = r.json()
+    eq(j['kind'], 'UploadResult', 'kind')
+    eq(j['summary'], {'created': 6, 'unchanged': 0, 'failed': 1}, 'summary')
+    by_index = {}
+    for it in j['items']:
+        by_index.setdefault(it['index'], []).append(it)
+    eq(sorted(by_index), [0, 1, 2, 3, 4], 'indexes of the items')
+    eq([i['result'] for i in by_index[0]], ['created'], 'item 0')
+    eq(by_index[0][0]['name'], 'list-p1', 'item 0 name')
+    eq(by_index[0][0]['digest'], digest(lst['items'][0]), 'item 0 digest')
+    eq(sorted(i['part'] for i in by_index[3]),
+       ['environment', 'protocol', 'run'], 'the bundle item has its parts')
+    eq(by_index[4][0]['result'], 'failed', 'the bad item failed')
+    st = by_index[4][0]['status']
+    eq(st.get('code'), 422, 'code of the bad item')
+    check('items[4].spec.measurement.timer' in cause_fields(st),
+          'cause of the bad item: %r' % st)
+    for plural, name in [('benchmarkprotocols', 'list-p1'),
+                         ('executionenvironments', 'list-e1'),
+                         ('workloads', 'list-w1'),
+                         ('benchmarkruns', RUN_NAME)]:
+        eq(get_name(d, plural, name).status, 200, '%s/%s stored' %
+           (plural, name))
+    eq(get_name(d, 'benchmarkprotocols', 'list-bad').status, 404,
+       'the bad item is not stored')
+    d.stop()
+
+
+def ndjson(docs, bad_line=None, bad_at=None):
+    lines = [json.dumps(x) for x in docs]
+    if bad_line is not None:
+        lines.insert(bad_at, bad_line)
+    return ('\n'.join(lines) + '\n').encode()
+
+
+def bundle(i):
+    """A valid bundle distinct from the seed: its own run, protocol and
+    environment."""
+    b = kitest.deepcopy(SEED)
+    b['protocol'] = protocol('nd-proto-%d' % i, harness='nd %d' % i)
+    b['environment'] = environment('nd-env-%d' % i, product='GPU %d' % i)
+    b['run']['metadata']['name'] = 'nd-run-%d' % i
+    b['run']['spec']['sourceNative']['externalId'] = 'nd/%d' % i
+    b['run']['spec']['protocolDigest'] = digest(b['protocol'])
+    b['run']['spec']['environmentDigest'] = digest(b['environment'])
+    return b
+
+
+@test
+def ndjson_partial_and_atomic():
+    d = fresh()
+    docs = [bundle(i) for i in range(4)]
+    bad = json.dumps(mut(put('run.spec.status', 'exploded'), bundle(99)))
+    body = ndjson(docs, bad_line=bad, bad_at=2)
+    # atomic first: nothing may be stored
+    rv = d.list_rv('benchmarkruns')
+    r = d.post(G + '/benchmarkruns?atomic=true', body,
+               content_type='application/x-ndjson')
+    check(400 <= r.status < 500, 'an atomic upload with a bad line is a 4xx, '
+          'got %r' % r)
+    status_of(r)
+    eq(d.list_rv('benchmarkruns'), rv, 'rv after the atomic failure')
+    for i in range(4):
+        for plural, prefix in [('benchmarkruns', 'nd-run-'),
+                               ('benchmarkprotocols', 'nd-proto-'),
+                               ('executionenvironments', 'nd-env-')]:
+            eq(get_name(d, plural, '%s%d' % (prefix, i)).status, 404,
+               '%s%d after the atomic failure' % (prefix, i))
+    # not atomic: the good lines are stored, the bad one reported
+    r = d.post(G + '/benchmarkruns', body,
+               content_type='application/x-ndjson')
+    eq(r.status, 201, 'NDJSON with one bad line (%r)' % r)
+    j = r.json()
+    eq(j['kind'], 'UploadResult', 'kind')
+    eq(j['summary']['failed'], 1, 'failed count')
+    eq(j['summary']['created'], 12, 'created count')
+    failed = [i for i in j['items'] if i['result'] == 'failed']
+    eq(len(failed), 1, 'one failed item')
+    eq(failed[0]['index'], 3, 'the failed item is line 3')
+    check(any('spec.status' in f for f in cause_fields(failed[0]['status'])),
+          'the failed line says why: %r' % failed[0])
+    for i in range(4):
+        eq(get_name(d, 'benchmarkruns', 'nd-run-%d' % i).status, 200,
+           'nd-run-%d stored' % i)
+    eq(get_name(d, 'benchmarkruns', 'nd-run-99').status, 404,
+       'the bad line stored nothing')
+    eq(get_name(d, 'benchmarkprotocols', 'nd-proto-99').status, 404,
+       'the bad line left no protocol')
+    # an unparsable line is reported too, with its line number
+    body = ndjson([bundle(5)], bad_line='{"run": ', bad_at=0)
+    r = d.post(G + '/benchmarkruns', body,
+               content_type='application/x-ndjson')
+    check(r.status in (200, 201), 'NDJSON with a truncated line (%r)' % r)
+    failed = [i for i in r.json()['items'] if i['result'] == 'failed']
+    eq([f['index'] for f in failed], [1], 'the truncated line failed')
+    check('line 1' in failed[0]['status']['message'],
+          'the message names the line: %r' % failed[0]['status']['message'])
+    eq(get_name(d, 'benchmarkruns', 'nd-run-5').status, 200,
+       'the good line after the truncated one')
+    d.stop()
+
+
+@test
+def dry_run_stores_nothing():
+    d = fresh()
+    rv = d.list_rv('benchmarkruns')
+    r = d.post(G + '/benchmarkruns?dryRun=All', SEED)
+    eq(r.status, 201, 'dry-run seed POST (%r)' % r)
+    j = r.json()
+    eq(j['summary']['created'], 3, 'dry run answers as if created')
+    eq(j.get('dryRun'), True, 'the answer says dryRun')
+    p = protocol('dry-protocol')
+    r = d.post(G + '/benchmarkprotocols?dryRun=All', p)
+    eq(r.status, 201, 'dry-run protocol POST')
+    eq(r.json()['spec'], p['spec'], 'dry-run answers with the object')
+    eq(d.list_rv('benchmarkruns'), rv, 'rv after dry runs')
+    for plural, name in SEED_NAMES + [('benchmarkprotocols', 'dry-protocol')]:
+        eq(get_name(d, plural, name).status, 404, '%s/%s after a dry run' %
+           (plural, name))
+    eq(d.get('%s/objects/%s' % (G, digest(p))).status, 404,
+       'the digest after a dry run')
+    # a dry-run delete deletes nothing
+    eq(d.post(G + '/benchmarkprotocols', p).status, 201, 'real POST')
+    rv = d.list_rv('benchmarkprotocols')
+    r = d.delete(G + '/benchmarkprotocols/dry-protocol?dryRun=All')
+    eq(r.status, 200, 'dry-run DELETE')
+    eq(get_name(d, 'benchmarkprotocols', 'dry-protocol').status, 200,
+       'still there after a dry-run DELETE')
+    eq(d.list_rv('benchmarkprotocols'), rv, 'rv after a dry-run DELETE')
+    d.stop()
+
+
+@test
+def list_pages_with_limit_and_continue():
+    d = fresh()
+    names = ['page-%02d' % i for i in range(7)]
+    random.Random(7).shuffle(names)
+    for n in names:
+        eq(d.post(G + '/benchmarkprotocols', protocol(n, harness=n)).status,
+           201, 'POST %s' % n)
+    seen, token, pages = [], None, 0
+    while True:
+        q = '?limit=2' + ('&continue=' + urllib.parse.quote(token)
+                          if token else '')
+        r = d.get(G + '/benchmarkprotocols' + q)
+        eq(r.status, 200, 'page %d' % pages)
+        j = r.json()
+        check(len(j['items']) <= 2, 'page %d has %d items' %
+              (pages, len(j['items'])))
+        seen += [i['metadata']['name'] for i in j['items']]
+        pages += 1
+        check(pages <= 10, 'too many pages')
+        token = j['metadata'].get('continue')
+        if not token:
+            break
+    eq(sorted(seen), sorted(names), 'every object listed')
+    eq(len(seen), len(set(seen)), 'each object listed once')
+    eq(pages, 4, 'pages of 2 for 7 objects')
+    full = d.get(G + '/benchmarkprotocols').json()
+    eq(len(full['items']), 7, 'the unpaged list')
+    check('continue' not in full['metadata'] or
+          not full['metadata']['continue'], 'no continue on a full list')
+    d.stop()
+
+
+@test
+def delete_then_not_found_and_unresolved():
+    d = fresh()
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'seed POST')
+    rv = int(d.list_rv('benchmarkruns'))
+    r = d.delete('%s/benchmarkprotocols/%s' % (G, PROTO_NAME))
+    eq(r.status, 200, 'DELETE the protocol (%r)' % r)
+    eq(r.json()['metadata']['name'], PROTO_NAME, 'the DELETE answer')
+    check(int(d.list_rv('benchmarkruns')) > rv, 'a delete advances the rv')
+    st = status_of(get_name(d, 'benchmarkprotocols', PROTO_NAME), 404,
+                   'NotFound')
+    check(PROTO_NAME in st['message'], 'the 404 names the object')
+    eq(d.get(G + '/benchmarkprotocols').json()['items'], [],
+       'the protocol list after the delete')
+    run = get_name(d, 'benchmarkruns', RUN_NAME).json()
+    refs = run['status']['references']
+    eq(refs['protocol']['resolved'], False,
+       'the run shows its deleted protocol unresolved')
+    eq(refs['environment']['resolved'], True, 'the environment still is')
+    conds = {c['type']: c for c in run['status'].get('conditions', [])}
+    eq(conds.get('DigestsVerified', {}).get('status'), 'False',
+       'DigestsVerified after the delete')
+    eq(d.get('%s/objects/%s' % (G, SEED['run']['spec']['protocolDigest']))
+       .status, 404, 'the deleted protocol by digest')
+    status_of(d.delete('%s/benchmarkprotocols/%s' % (G, PROTO_NAME)), 404,
+              'NotFound')
+    # uploading it again resolves the run again
+    eq(d.post(G + '/benchmarkprotocols', SEED['protocol']).status, 201,
+       're-POST the protocol')
+    run = get_name(d, 'benchmarkruns', RUN_NAME).json()
+    eq(run['status']['references']['protocol']['resolved'], True,
+       'resolved again after the protocol came back')
+    d.stop()
+
+
+@test
+def discovery_version_probes_metrics_page():
+    d = fresh()
+    r = d.get('/api')
+    eq(r.status, 200, '/api')
+    eq(r.json().get('kind'), 'APIVersions', '/api kind')
+    r = d.get('/apis')
+    eq(r.status, 200, '/apis')
+    groups = r.json().get('groups', [])
+    check(any(g.get('name') == 'kernelindex.dev' and
+              any(v.get('groupVersion') == 'kernelindex.dev/v1alpha1'
+                  for v in g.get('versions', [])) for g in groups),
+          '/apis lists kernelindex.dev/v1alpha1: %r' % groups)
+    r = d.get('/apis/kernelindex.dev')
+    eq(r.status, 200, '/apis/kernelindex.dev')
+    eq(r.json().get('name'), 'kernelindex.dev', 'group name')
+    r = d.get(G)
+    eq(r.status, 200, G)
+    j = r.json()
+    eq(j.get('kind'), 'APIResourceList', 'kind')
+    eq(j.get('groupVersion'), 'kernelindex.dev/v1alpha1', 'groupVersion')
+    res = {x['name']: x for x in j.get('resources', [])}
+    eq(sorted(res), sorted(SHORT), 'the six resources')
+    for plural, short in SHORT.items():
+        eq(res[plural].get('shortNames'), [short], '%s shortNames' % plural)
+        eq(res[plural].get('namespaced'), False, '%s namespaced' % plural)
+        eq(PLURAL[res[plural]['kind']], plural, '%s kind' % plural)
+        for verb in ('create', 'get', 'list', 'delete'):
+            check(verb in res[plural].get('verbs', []), '%s verbs has %s' %
+                  (plural, verb))
+    r = d.get('/version')
+    eq(r.status, 200, '/version')
+    eq(r.json().get('major'), '1', 'major')
+    eq(r.json().get('minor'), '32', 'minor')
+    for p in ('/healthz', '/livez', '/readyz'):
+        eq(d.get(p).status, 200, p)
+    d.post(G + '/benchmarkprotocols', protocol('metrics-p'))
+    r = d.get('/metrics')
+    eq(r.status, 200, '/metrics')
+    ct = r.headers.get('Content-Type') or ''
+    check(ct.startswith('text/plain'), '/metrics Content-Type %r' % ct)
+    text = r.body.decode()
+    sample = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? '
+                        r'[-+0-9.eE]+(Inf)?( \d+)?$')
+    typed = set()
+    for ln in text.splitlines():
+        if ln.startswith('# TYPE '):
+            parts = ln.split()
+            check(len(parts) == 4 and parts[3] in (
+                'counter', 'gauge', 'histogram', 'summary', 'untyped'),
+                'bad TYPE line %r' % ln)
+            typed.add(parts[2])
+        elif ln.startswith('#') or not ln:
+            continue
+        else:
+            check(sample.match(ln), 'not a Prometheus sample line: %r' % ln)
+            check(re.split(r'[{ ]', ln)[0] in typed,
+                  'sample %r before its TYPE' % ln)
+    check(len(typed) >= 2, 'metrics has samples: %r' % text[:300])
+    r = d.get('/')
+    eq(r.status, 200, '/')
+    check((r.headers.get('Content-Type') or '').startswith('text/html'),
+          '/ is HTML: %r' % r.headers.get('Content-Type'))
+    check(b'<html' in r.body.lower(), '/ has an html element')
+    csp = r.headers.get('Content-Security-Policy') or ''
+    check('default-src' in csp, '/ has a Content-Security-Policy: %r' % csp)
+    d.stop()
+
+
+# ---------------------------------------------------------------- durability
+
+def post_protocols(d, docs, threads=8, stop_after=None, on_ack=None):
+    """POSTs docs from several threads. Returns {name: (status, body)} for
+    every answer received; requests that got no answer are missing."""
+    answers = {}
+    lock = threading.Lock()
+    it = iter(docs)
+
+    def worker():
+        while True:
+            with lock:
+                try:
+                    doc = next(it)
+                except StopIteration:
+                    return
+            name = doc['metadata']['name']
+            try:
+                r = d.post(G + '/benchmarkprotocols', doc, timeout=30)
+            except (OSError, http.client.HTTPException):
+                continue
+            with lock:
+                answers[name] = (r.status, r.body)
+                if on_ack is not None and 200 <= r.status < 300:
+                    on_ack()
+    ts = [threading.Thread(target=worker, daemon=True)
+          for _ in range(threads)]
+    for t in ts:
+        t.start()
+    return ts, answers
+
+
+def log_since(d, mark):
+    return d.stderr()[mark:]
+
+
+@test
+def acknowledged_writes_survive_sigkill():
+    d = Daemon(sync=True)
+    d.start()
+    acked = {}   # name -> doc
+    rng = random.Random(2)
+    rounds = 5
+    max_rv = 0
+    for rnd in range(rounds):
+        docs = [protocol('dur-%d-%03d' % (rnd, i), harness='dur %d %d' %
+                         (rnd, i)) for i in range(200)]
+        count = [0]
+        cv = threading.Condition()
+
+        def on_ack():
+            with cv:
+                count[0] += 1
+                cv.notify_all()
+        threshold = rng.randint(40, 120)
+        ts, answers = post_protocols(d, docs, on_ack=on_ack)
+        with cv:
+            cv.wait_for(lambda: count[0] >= threshold, timeout=60)
+        d.kill()
+        for t in ts:
+            t.join(60)
+            check(not t.is_alive(), 'a client thread hung after the kill')
+        byname = {x['metadata']['name']: x for x in docs}
+        ok = [n for n, (s, _) in answers.items() if 200 <= s < 300]
+        check(len(ok) >= threshold, 'round %d: %d acknowledged before the '
+              'kill, wanted %d' % (rnd, len(ok), threshold))
+        check(len(answers) < len(docs), 'round %d: the kill came after every '
+              'request was answered' % rnd)
+        for n in ok:
+            eq(answers[n][0], 201, 'round %d: status of %s' % (rnd, n))
+            acked[n] = byname[n]
+            rv = int(json.loads(answers[n][1])['metadata']['resourceVersion'])
+            max_rv = max(max_rv, rv)
+        mark = len(d.stderr())
+        d.start()
+        log = log_since(d, mark)
+        for ln in log.splitlines():
+            check(' error ' not in ln and ' warn ' not in ln,
+                  'round %d: the restarted store logged %r' % (rnd, ln))
+        eq(d.get('/readyz').status, 200, 'round %d: /readyz' % rnd)
+        items, rv = list_all(d, 'benchmarkprotocols')
+        check(int(rv) >= max_rv, 'round %d: resourceVersion %s went back '
+              'below %d' % (rnd, rv, max_rv))
+        stored = {i['metadata']['name']: i for i in items}
+        missing = [n for n in acked if n not in stored]
+        check(not missing, 'round %d: %d acknowledged writes lost: %s' %
+              (rnd, len(missing), missing[:5]))
+        for n, doc in acked.items():
+            eq(stored[n]['spec'], doc['spec'], 'round %d: %s spec' % (rnd, n))
+            r = d.get('%s/objects/%s' % (G, digest(doc)))
+            eq(r.status, 200, 'round %d: %s by digest' % (rnd, n))
+            eq(r.body, canonical_bytes(doc), 'round %d: %s canonical bytes' %
+               (rnd, n))
+        for n, i in stored.items():
+            check(n.startswith('dur-'), 'unexpected object %s' % n)
+            src = byname.get(n) or acked.get(n)
+            if src is None:
+                # written in an earlier round without an answer
+                rr, ii = n.split('-')[1:]
+                src = protocol(n, harness='dur %s %d' % (rr, int(ii)))
+            eq(i['spec'], src['spec'], 'round %d: unacknowledged %s is whole'
+               % (rnd, n))
+    print('      %d acknowledged writes over %d kills, all present' %
+          (len(acked), rounds))
+    eq(d.stop(), 0, 'exit status after SIGTERM')
+
+
+@test
+def sigterm_during_large_ndjson_upload():
+    n = 1500
+    docs = [protocol('gs-%04d' % i, harness='graceful %d' % i)
+            for i in range(n)]
+    body = ('\n'.join(json.dumps(x) for x in docs) + '\n').encode()
+    names = [x['metadata']['name'] for x in docs]
+    for variant in ('while_uploading', 'after_upload'):
+        d = Daemon(sync=True).start()
+        result = {}
+        sent = threading.Event()
+
+        def client():
+            kw = dict(chunks=60, pause=0.02) if variant == 'while_uploading' \
+                else {}
+            result['r'] = d.raw_request(
+                'POST', G + '/benchmarkruns', body,
+                headers={'Content-Type': 'application/x-ndjson'},
+                on_sent=sent.set, timeout=60, **kw)
+        t = threading.Thread(target=client, daemon=True)
+        t.start()
+        if variant == 'while_uploading':
+            time.sleep(0.5)
+            check(not sent.is_set(), 'the upload ended before the signal')
+        else:
+            sent.wait(30)
+            time.sleep(0.05)
+        os.kill(d.proc.pid, signal.SIGTERM)
+        try:
+            rc = d.proc.wait(30)
+        except Exception:
+            rc = None
+        t.join(60)
+        if rc is None:
+            d.kill()
+            raise TestFailure('%s: the daemon did not stop within 30 s of '
+                              'SIGTERM' % variant)
+        d._reap()
+        eq(rc, 0, '%s: exit status after SIGTERM' % variant)
+        check('stopped cleanly' in d.stderr(), '%s: "stopped cleanly" in '
+              'the log' % variant)
+        d.start()
+        stored = set(i['metadata']['name'] for i in
+                     list_all(d, 'benchmarkprotocols')[0])
+        present = [x for x in names if x in stored]
+        check(len(present) in (0, n), '%s: %d of %d documents of one upload '
+              'after the restart' % (variant, len(present), n))
+        r = result.get('r')
+        if variant == 'after_upload':
+            # the whole body was sent before the signal: the request was in
+            # flight, and in-flight requests finish, answer included
+            check(r is not None, '%s: no answer to the upload (%d of %d '
+                  'documents stored): the daemon closed the connection '
+                  'instead of finishing the request' % (variant,
+                                                       len(present), n))
+        if r is not None and 200 <= r.status < 300:
+            eq(len(present), n, '%s: the upload was acknowledged (%d) but '
+               'is not all there' % (variant, r.status))
+        if r is not None and r.status >= 300:
+            eq(len(present), 0, '%s: the upload failed with %d yet left '
+               'documents' % (variant, r.status))
+        print('      %s: answer %s, %d of %d stored' % (
+            variant, r.status if r is not None else 'none', len(present), n))
+        eq(d.stop(), 0, '%s: exit status of the restarted daemon' % variant)
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())

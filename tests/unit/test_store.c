@@ -8,6 +8,8 @@
 #include "store/store.h"
 #include "tests/unit/tests.h"
 
+static const store_obj fin = { .json = "{}", .json_len = 2 };
+
 static store_options
 opts(uint64_t map)
 {
@@ -198,8 +200,8 @@ test_list_and_delete(void)
 	store_abort(t);
 
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
-	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, "{}", 2), KI_OK);
-	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, "{}", 2), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, &fin), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "b", 1, &fin), KI_ENOTFOUND);
 	CU_ASSERT_EQUAL(store_rv(t), 5);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
@@ -254,7 +256,7 @@ test_events_and_refs(void)
 	CU_ASSERT_EQUAL(put(t, 1, "r1", 0x31, NULL, refs, 2), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "r2", 0x32, NULL, refs + 32, 1), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "r1", 0x31, NULL, refs, 2), KI_OK);
-	CU_ASSERT_EQUAL(store_delete(t, 1, "r2", 2, "{}", 2), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "r2", 2, &fin), KI_OK);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);

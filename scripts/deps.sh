@@ -1,0 +1,24 @@
+#!/bin/sh
+# scripts/deps.sh — installs the Debian 12 packages kernelindex needs.
+#   scripts/deps.sh          to build and run
+#   scripts/deps.sh --test   also what the test suite needs
+set -eu
+pkgs="build-essential autoconf automake libtool pkg-config
+libmicrohttpd-dev libjson-c-dev liblmdb-dev lmdb-utils libssl-dev
+libcunit1-dev libcurl4-openssl-dev python3 curl ca-certificates"
+if [ "${1:-}" = "--test" ]; then
+	pkgs="$pkgs valgrind chromium nodejs npm"
+fi
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,33 @@
+#!/bin/sh
+# scripts/test.sh — the whole test suite: an ASan+UBSan build with warnings
+# as errors runs the unit, end-to-end and browser tests; an optimized build
+# must compile without warnings too. Exits non-zero on any failure.
+set -eu
+cd "$(dirname "$0")/.."
+top=$(pwd)
+./scripts/deps.sh --test
+autoreconf -fi >/dev/null 2>&1 || autoreconf -fi
+jobs=$(nproc)
+
+echo "== optimized build (-O2, warnings are errors)"
+mkdir -p build/release
+(cd build/release && "$top/configure" -q --enable-werror CFLAGS="-O2 -g" &&
+	make -s -j"$jobs")
+
+echo "== ASan+UBSan build and tests"
+mkdir -p build/asan
+cd build/asan
+"$top/configure" -q --enable-werror --enable-sanitizers CFLAGS="-O1 -g"
+make -s -j"$jobs"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+if ! make -s check -j1; then
+	for f in $(find tests -name '*.log' 2>/dev/null); do
+		echo "---- $f"; tail -n 60 "$f"
+	done
+	exit 1
+fi
+for f in tests/unit/unit_tests.log tests/e2e/*.log; do
+	[ -f "$f" ] && grep -E "passed, [0-9]+ failed|Run Summary|asserts" "$f" || true
+done
+echo "all tests passed"

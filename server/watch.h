@@ -1,0 +1,41 @@
+/* server/watch.h — watch streams: each watcher is a suspended
+ * libmicrohttpd connection that a commit resumes; it then reads the new
+ * events from the store's history and sends the ones its selectors match. */
+#ifndef SERVER_WATCH_H
+#define SERVER_WATCH_H
+
+#include <stdint.h>
+
+#include "api/service.h"
+
+typedef struct watch_hub watch_hub;
+
+typedef struct watch_params {
+	const api_kind *kind;
+	char *label_selector;       /* owned, may be NULL */
+	char *field_selector;       /* owned, may be NULL */
+	uint64_t rv;                /* replay events after this */
+	int initial;                /* no rv given: synthetic ADDED first */
+	int table;
+	int include;
+	int bookmarks;              /* allowWatchBookmarks=true */
+	int timeout;                /* timeoutSeconds, 0 = none */
+} watch_params;
+
+int watch_hub_create(watch_hub **out, api_ctx *api);
+/* Ends every stream and frees. The HTTP server must be stopped first. */
+void watch_hub_destroy(watch_hub *h);
+/* The api_ctx.committed hook: wakes every watcher. */
+void watch_hub_notify(void *hub, uint64_t rv);
+/* Ends every stream (each sends what it has, then closes) and waits up to
+ * two seconds for them to go: libmicrohttpd cannot stop with suspended
+ * connections. */
+void watch_hub_shutdown(watch_hub *h);
+/* Number of open watch streams. */
+uint64_t watch_hub_count(watch_hub *h);
+
+/* Starts a watch on connection c (a struct MHD_Connection *): queues a
+ * streaming response. Consumes params' strings. Returns an MHD_Result. */
+int watch_start(watch_hub *h, void *connection, watch_params *params);
+
+#endif

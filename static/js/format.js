@@ -1,0 +1,56 @@
+// format.js — numbers, units and times as people read them.
+
+const nf = new Intl.NumberFormat('en-US', { maximumSignificantDigits: 4 });
+const intf = new Intl.NumberFormat('en-US');
+
+export const int = (n) => intf.format(n);
+export const num = (n) => (Number.isFinite(n) ? nf.format(n) : '—');
+
+/* The time unit that suits the largest of some nanosecond figures. */
+export function timeUnit(maxNs) {
+  if (maxNs >= 1e9) return { name: 's', div: 1e9 };
+  if (maxNs >= 1e6) return { name: 'ms', div: 1e6 };
+  if (maxNs >= 1e3) return { name: 'µs', div: 1e3 };
+  return { name: 'ns', div: 1 };
+}
+
+export function bytesUnit(maxB) {
+  if (maxB >= 2 ** 30) return { name: 'GiB', div: 2 ** 30 };
+  if (maxB >= 2 ** 20) return { name: 'MiB', div: 2 ** 20 };
+  if (maxB >= 2 ** 10) return { name: 'KiB', div: 2 ** 10 };
+  return { name: 'B', div: 1 };
+}
+
+export function unitFor(metric, max) {
+  return metric === 'peak_memory' ? bytesUnit(max) : timeUnit(max);
+}
+
+/* A figure with its unit chosen for itself: 7.489 ms, 512 MiB. */
+export function figure(metric, v) {
+  if (!Number.isFinite(v)) return '—';
+  const u = unitFor(metric, v);
+  return `${num(v / u.div)} ${u.name}`;
+}
+
+/* Axis labels: powers of two from 1024 up as 1Ki, 64Ki; others compact. */
+export function tick(v) {
+  if (v >= 1024 && Number.isInteger(Math.log2(v))) {
+    if (v >= 2 ** 20) return `${v / 2 ** 20}Mi`;
+    return `${v / 1024}Ki`;
+  }
+  if (Math.abs(v) >= 1e4) return new Intl.NumberFormat('en-US', { notation: 'compact', maximumSignificantDigits: 3 }).format(v);
+  return nf.format(v);
+}
+
+export function ratio(r) {
+  if (!Number.isFinite(r)) return '—';
+  return `${r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`;
+}
+
+export function when(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toISOString().replace('T', ' ').replace(/\.\d+Z$|Z$/, ' UTC');
+}
+
+export const shortDigest = (d) => (typeof d === 'string' && d.startsWith('sha256:') ? `${d.slice(0, 19)}…` : String(d ?? '—'));

@@ -1,0 +1,97 @@
+/* verify/ref_main.c — kernelindex-ref: reads one JSON request on stdin,
+ * measures the workload with the reference kernel (CUDA when a device is
+ * usable and allowed, else the CPU), writes one JSON result on stdout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verify/ref.h"
+
+/* Writes {"error": msg} and returns the exit status. */
+static int
+fail(const char *msg, int status)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	fflush(stdout);
+	return status;
+}
+
+/* Reads stdin whole, at most REF_MAX_REQUEST bytes, into b. */
+static int
+read_request(ki_buf *b)
+{
+	char chunk[8192];
+	size_t n;
+
+	b->limit = REF_MAX_REQUEST;
+	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+		if (ki_buf_append(b, chunk, n) != KI_OK)
+			return KI_ELIMIT;
+	return ferror(stdin) ? KI_EIO : KI_OK;
+}
+
+int
+main(void)
+{
+	struct json_tokener *tok = NULL;
+	struct json_object *req = NULL;
+	struct ref_result r;
+	struct ref_job job;
+	ki_buf in, out;
+	char err[256];
+	int rc, status = 1;
+
+	ki_buf_init(&in);
+	ki_buf_init(&out);
+	if (read_request(&in) != KI_OK) {
+		status = fail("request unreadable or larger than 1 MiB", 2);
+		goto done;
+	}
+	tok = json_tokener_new_ex(64);
+	if (tok == NULL) {
+		status = fail("out of memory", 1);
+		goto done;
+	}
+	req = json_tokener_parse_ex(tok, in.data != NULL ? in.data : "",
+	    (int)in.len);
+	if (req == NULL || json_tokener_get_error(tok) != json_tokener_success) {
+		status = fail("request is not valid JSON", 2);
+		goto done;
+	}
+	rc = ref_parse_request(req, &job, err, sizeof(err));
+	if (rc != KI_OK) {
+		status = fail(err, rc == KI_ENOTFOUND ? 3 :
+		    rc == KI_ELIMIT ? 5 : 2);
+		goto done;
+	}
+	if (job.backend == REF_CUDA && !ref_cuda_available()) {
+		status = fail("no usable CUDA device", 4);
+		goto done;
+	}
+	if (job.backend != REF_CPU && ref_cuda_available())
+		rc = ref_cuda_run(&job, &r, err, sizeof(err));
+	else
+		rc = ref_cpu_run(&job, &r, err, sizeof(err));
+	if (rc != KI_OK) {
+		status = fail(err, rc == KI_ELIMIT ? 5 : 1);
+		goto done;
+	}
+	if (ref_write_result(&job, &r, &out) != KI_OK) {
+		status = fail("out of memory", 1);
+		goto done;
+	}
+	puts(out.data);
+	fflush(stdout);
+	status = 0;
+done:
+	json_object_put(req);
+	if (tok != NULL)
+		json_tokener_free(tok);
+	ki_buf_free(&in);
+	ki_buf_free(&out);
+	return status;
+}

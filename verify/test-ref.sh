@@ -1,0 +1,66 @@
+#!/bin/sh
+# verify/test-ref.sh — end-to-end checks of a kernelindex-ref binary: the
+# CPU backend for every pass and dtype, the CUDA backend when a device is
+# there, and the errors a bad request must produce.
+# Usage: verify/test-ref.sh path/to/kernelindex-ref
+set -u
+REF=${1:?usage: test-ref.sh kernelindex-ref}
+fails=0
+
+req() {	# pass dtype backend [batch seq hidden vocab]
+	printf '{"workload":{"kernel":"embedding","pass":"%s","dtype":"%s",' "$1" "$2"
+	printf '"parameters":{"batch":%s,"seq":%s,"hidden":%s,"vocab":%s}},' \
+	    "${4:-8}" "${5:-2048}" "${6:-4096}" "${7:-131072}"
+	printf '"protocol":{"measurement":{"warmupMs":5,"repMs":20}},'
+	printf '"backend":"%s","maxSeconds":20}\n' "$3"
+}
+
+expect() {	# name want-exit want-substring output exit
+	if [ "$5" -ne "$2" ] || ! printf '%s' "$4" | grep -q -- "$3"; then
+		echo "FAIL $1: exit $5, output: $4"
+		fails=$((fails + 1))
+	else
+		echo "ok   $1"
+	fi
+}
+
+for p in forward backward full; do
+	for dt in float32 bfloat16 float16; do
+		out=$(req $p $dt cpu | "$REF"); rc=$?
+		expect "cpu $p $dt" 0 '"correct":true' "$out" $rc
+		printf '%s' "$out" | grep -q '"scaled":true' ||
+		    { echo "FAIL cpu $p $dt: seed shape not scaled"; fails=$((fails+1)); }
+	done
+done
+# A shape small enough to run unscaled, with D not a multiple of 16 bytes.
+out=$(req full float16 cpu 2 3 5 7 | "$REF"); rc=$?
+expect "cpu odd shape" 0 '"scaled":false' "$out" $rc
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+	for p in forward backward full; do
+		for dt in float32 bfloat16 float16; do
+			out=$(req $p $dt cuda | "$REF"); rc=$?
+			expect "cuda $p $dt" 0 '"correct":true' "$out" $rc
+		done
+	done
+	out=$(req full float32 cuda 2 3 5 7 | "$REF"); rc=$?
+	expect "cuda odd shape" 0 '"correct":true' "$out" $rc
+	out=$(req full bfloat16 cuda 3 5 24 1000 | "$REF"); rc=$?
+	expect "cuda small vector shape" 0 '"correct":true' "$out" $rc
+	out=$(req forward float32 cuda 1 16 16384 2000000 | "$REF"); rc=$?
+	expect "cuda does not fit" 5 'device memory' "$out" $rc
+fi
+
+out=$(echo '{"workload":{"kernel":"softmax","pass":"forward","parameters":{}}}' | "$REF"); rc=$?
+expect "unknown kernel" 3 'no reference implementation' "$out" $rc
+out=$(req forward float32 cpu 1 1000000 100000 100000 | "$REF"); rc=$?
+expect "too large" 5 'too large' "$out" $rc
+out=$(echo 'not json' | "$REF"); rc=$?
+expect "not json" 2 '"error"' "$out" $rc
+out=$(echo '{"workload":{"kernel":"embedding","pass":"sideways","parameters":{}}}' | "$REF"); rc=$?
+expect "bad pass" 2 'workload.pass' "$out" $rc
+out=$(echo '{"workload":{"kernel":"embedding","pass":"full","parameters":{"batch":8}}}' | "$REF"); rc=$?
+expect "missing shape" 2 'parameters' "$out" $rc
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
