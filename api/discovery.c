@@ -4,7 +4,7 @@
 
 #include "api/service.h"
 
-#define VERBS "[\"create\",\"delete\",\"get\",\"list\"]"
+#define VERBS "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\",\"watch\"]"
 
 void
 api_version(api_resp *r)

@@ -391,6 +391,8 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 			api_validate_run(spec, p, st);
 		else if (d->kind->id == API_WORKLOAD)
 			api_validate_workload(spec, p, st);
+		else if (d->kind->id == API_PROTOCOL)
+			api_validate_protocol(spec, p, st);
 	}
 	if (st->ncauses != before || spec == NULL || st->code != 0)
 		return;

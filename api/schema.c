@@ -126,8 +126,12 @@ static const api_field quantile_item[] = {
 };
 
 static const api_field protocol_measurement[] = {
-	{ "timer", API_T_STRING, API_F_REQUIRED, timers, NULL, 0,
-	  "The clock: CUDA events, CUPTI, wall clock, …" },
+	{ "timer", API_T_STRING, 0, timers, NULL, 0,
+	  "The clock: CUDA events, CUPTI, wall clock, … (latency protocols; "
+	  "a protocol needs a timer or a method)." },
+	{ "method", API_T_STRING, 0, NULL, NULL, 256,
+	  "How a non-time figure was read, e.g. "
+	  "torch.cuda.max_memory_allocated (memory protocols)." },
 	{ "primaryStatistic", API_T_STRING, API_F_REQUIRED, statistics, NULL, 0,
 	  "The statistic reported as the headline figure." },
 	{ "warmupMs", API_T_NUMBER, API_F_NONNEG, NULL, NULL, 0,

@@ -1,6 +1,7 @@
 /* api/service.c — create, get, list and delete over the store, and the
  * bundle / List / NDJSON upload paths. */
 #include "api/service.h"
+#include "api/service_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -60,8 +61,8 @@ api_resp_warn(api_resp *r, const char *fmt, ...)
 		r->nwarnings++;
 }
 
-static void
-fail_rc(api_resp *r, int rc, const char *what)
+void
+api_fail_rc(api_resp *r, int rc, const char *what)
 {
 	api_status st;
 
@@ -223,8 +224,8 @@ typedef struct refresh_arg {
  * resourceVersion is set here, and for runs its derived labels), the
  * canonical spec bytes, the digest and references. Every input must stay
  * valid across the put: none may point into the map. */
-static int
-store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
+int
+api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *meta, const char *spec, size_t spec_len,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len)
@@ -302,18 +303,7 @@ out:
 	return rc;
 }
 
-/* Copies what a stored object o (borrowed from the map) needs to be
- * stored again, for rerender() and patches. */
-typedef struct stored_copy {
-	const api_kind *kind;
-	struct json_object *meta;
-	ki_buf spec, name, natkey, refs, status;
-	uint8_t digest[API_DIGEST_LEN];
-	size_t nrefs;
-	uint64_t rv;
-} stored_copy;
-
-static void
+void
 stored_copy_free(stored_copy *c)
 {
 	if (c->meta != NULL)
@@ -326,7 +316,7 @@ stored_copy_free(stored_copy *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int
+int
 stored_copy_make(stored_copy *c, const store_obj *o)
 {
 	memset(c, 0, sizeof(*c));
@@ -351,10 +341,10 @@ stored_copy_make(stored_copy *c, const store_obj *o)
 	return KI_OK;
 }
 
-static int
+int
 stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c)
 {
-	return store_object(ctx, txn, c->kind, c->meta, c->spec.data,
+	return api_store_object(ctx, txn, c->kind, c->meta, c->spec.data,
 	    c->spec.len, c->digest, (const uint8_t *)c->refs.data, c->nrefs,
 	    c->name.data, c->natkey.data, c->natkey.len);
 }
@@ -500,7 +490,7 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
 	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL)
 		return KI_ENOMEM;
-	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
+	rc = api_store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, d->digest, d->refs[0], d->nrefs, d->name,
 	    d->natkey.data, d->natkey.len);
 	json_object_put(meta);
@@ -799,7 +789,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		goto out;
 	}
 	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a write transaction");
+		api_fail_rc(r, rc, "opening a write transaction");
 		goto out;
 	}
 	for (size_t i = 0; i < u.n; i++) {
@@ -838,7 +828,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	if (rc != KI_OK) {
 		store_abort(txn);
 		txn = NULL;
-		fail_rc(r, rc, "rendering the answer");
+		api_fail_rc(r, rc, "rendering the answer");
 		goto out;
 	}
 	if (opt->dry_run) {
@@ -848,7 +838,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		rc = store_commit(txn);
 		txn = NULL;
 		if (rc != KI_OK) {
-			fail_rc(r, rc, "committing the write");
+			api_fail_rc(r, rc, "committing the write");
 			goto out;
 		}
 		if (any_created && ctx->committed != NULL)
@@ -887,7 +877,7 @@ api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	int rc;
 
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a read transaction");
+		api_fail_rc(r, rc, "opening a read transaction");
 		return;
 	}
 	rc = store_get_by_name(txn, k->id, name, len, &o);
@@ -900,7 +890,7 @@ api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	if (rc == KI_ENOTFOUND)
 		not_found(r, k, name, len);
 	else if (rc != KI_OK)
-		fail_rc(r, rc, "reading the object");
+		api_fail_rc(r, rc, "reading the object");
 	else
 		r->code = 200;
 }
@@ -934,7 +924,7 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 		return;
 	}
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a read transaction");
+		api_fail_rc(r, rc, "opening a read transaction");
 		return;
 	}
 	rc = store_get_by_digest(txn, d, &o);
@@ -959,7 +949,7 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 		api_resp_status(r, &st);
 		api_status_free(&st);
 	} else if (rc != KI_OK) {
-		fail_rc(r, rc, "reading the object");
+		api_fail_rc(r, rc, "reading the object");
 	} else {
 		r->code = 200;
 	}
@@ -995,7 +985,7 @@ api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
 	q->fields = calloc(1, sizeof(*q->fields));
 	if (q->labels == NULL || q->fields == NULL) {
 		api_query_free(q);
-		fail_rc(r, KI_ENOMEM, "parsing the selectors");
+		api_fail_rc(r, KI_ENOMEM, "parsing the selectors");
 		return KI_ENOMEM;
 	}
 	api_status_init(&st);
@@ -1194,7 +1184,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		}
 	}
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a read transaction");
+		api_fail_rc(r, rc, "opening a read transaction");
 		goto out;
 	}
 	if (a.table)
@@ -1205,7 +1195,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	rc = run_query(txn, k, &q, after.len ? after.data + 2 : NULL,
 	    after.len ? after.len - 2 : 0, list_one, &a);
 	if (rc != KI_OK && rc != 1) {
-		fail_rc(r, rc, "listing");
+		api_fail_rc(r, rc, "listing");
 		goto out;
 	}
 	if (a.more) {
@@ -1227,7 +1217,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		ki_buf_puts(&r->body, "}}");
 	}
 	if (r->body.oom)
-		fail_rc(r, KI_ENOMEM, "listing");
+		api_fail_rc(r, KI_ENOMEM, "listing");
 	else
 		r->code = 200;
 out:
@@ -1302,11 +1292,11 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	f.counts = json_object_new_object();
 	labels = json_object_new_object();
 	if (f.counts == NULL || labels == NULL) {
-		fail_rc(r, KI_ENOMEM, "counting");
+		api_fail_rc(r, KI_ENOMEM, "counting");
 		goto out;
 	}
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a read transaction");
+		api_fail_rc(r, rc, "opening a read transaction");
 		goto out;
 	}
 	/* Without a selector the store's counters answer at once; with one,
@@ -1320,7 +1310,7 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 		rc = run_query(txn, k, &q, NULL, 0, facet_scan, &f);
 	}
 	if (rc != KI_OK) {
-		fail_rc(r, rc, "counting");
+		api_fail_rc(r, rc, "counting");
 		goto out;
 	}
 	ki_buf_printf(&r->body, "{\"kind\":\"Facets\",\"apiVersion\":\""
@@ -1370,7 +1360,7 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	}
 	ki_buf_puts(&r->body, "]}");
 	if (r->body.oom)
-		fail_rc(r, KI_ENOMEM, "counting");
+		api_fail_rc(r, KI_ENOMEM, "counting");
 	else
 		r->code = 200;
 out:
@@ -1402,7 +1392,7 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	ki_buf_init(&spec);
 	ki_buf_init(&status);
 	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
-		fail_rc(r, rc, "opening a write transaction");
+		api_fail_rc(r, rc, "opening a write transaction");
 		goto out;
 	}
 	rc = store_get_by_name(txn, k->id, name, len, &o);
@@ -1411,7 +1401,7 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		goto out;
 	}
 	if (rc != KI_OK) {
-		fail_rc(r, rc, "reading the object");
+		api_fail_rc(r, rc, "reading the object");
 		goto out;
 	}
 	/* The final state carries the deleting resourceVersion, as in
@@ -1419,7 +1409,7 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	ki_buf_append(&metab, o.json + o.meta_off, o.meta_len);
 	meta = json_tokener_parse(metab.data ? metab.data : "");
 	if (meta == NULL) {
-		fail_rc(r, KI_ESTORE, "reading the object");
+		api_fail_rc(r, KI_ESTORE, "reading the object");
 		goto out;
 	}
 	snprintf(rvs, sizeof(rvs), "%llu",
@@ -1439,11 +1429,11 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	if (rc == KI_OK && k->content_identity && k->id != API_RUN)
 		rc = refresh_referrers(ctx, txn, digest);
 	if (rc != KI_OK) {
-		fail_rc(r, rc, "deleting");
+		api_fail_rc(r, rc, "deleting");
 		goto out;
 	}
 	if (ki_buf_append(&r->body, json.data, json.len) != KI_OK) {
-		fail_rc(r, KI_ENOMEM, "deleting");
+		api_fail_rc(r, KI_ENOMEM, "deleting");
 		goto out;
 	}
 	if (opt->dry_run) {
@@ -1457,7 +1447,7 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		txn = NULL;
 		if (rc != KI_OK) {
 			ki_buf_reset(&r->body);
-			fail_rc(r, rc, "committing the delete");
+			api_fail_rc(r, rc, "committing the delete");
 			goto out;
 		}
 		if (ctx->committed != NULL)

@@ -84,6 +84,23 @@ void api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 	api_resp *r);
 void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r);
+enum api_patch_type {
+	API_PATCH_MERGE = 1,   /* application/merge-patch+json (RFC 7386) */
+	API_PATCH_STRATEGIC,   /* treated as a merge patch */
+	API_PATCH_APPLY,       /* server-side apply: create or merge */
+};
+
+/* PATCH kind/name: merges the patch into the live object. Labels,
+ * annotations and title may change; a changed spec is refused (422, the
+ * spec is immutable); a metadata.resourceVersion in the patch must match
+ * (409 Conflict). Apply creates the object when it is missing. */
+void api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
+	const char *body, size_t len, const api_write_opts *opt, api_resp *r);
+/* PUT kind/name: replaces metadata.labels, annotations and title; the same
+ * rules as a patch. */
+void api_replace(api_ctx *ctx, const api_kind *k, const char *name,
+	const char *body, size_t len, const api_write_opts *opt, api_resp *r);
+
 /* GET facets: counts of runs by label, and of kernel x provider x gpu x
  * metric combinations, optionally under a label selector. */
 void api_facets(api_ctx *ctx, const char *label_sel, api_resp *r);
@@ -96,5 +113,8 @@ void api_discovery_apis(api_resp *r, int aggregated);
 void api_discovery_group(api_resp *r);
 void api_discovery_resources(api_resp *r);
 void api_version(api_resp *r);
+/* OpenAPI v3: the index and the group-version document. */
+void api_openapi_index(api_resp *r);
+void api_openapi_group(api_resp *r);
 
 #endif

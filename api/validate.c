@@ -291,3 +291,22 @@ api_validate_workload(struct json_object *spec, const char *path,
 		    "Invalid value: \"%s\": must name one of spec.parameters", sweep);
 	}
 }
+
+void
+api_validate_protocol(struct json_object *spec, const char *path,
+	api_status *st)
+{
+	struct json_object *m;
+	char p[160];
+
+	if (!json_object_object_get_ex(spec, "measurement", &m) ||
+	    !json_object_is_type(m, json_type_object))
+		return;
+	if (!json_object_object_get_ex(m, "timer", NULL) &&
+	    !json_object_object_get_ex(m, "method", NULL)) {
+		snprintf(p, sizeof(p), "%s.measurement.timer", path);
+		api_status_cause(st, "FieldValueRequired", p, "Required value: a "
+		    "protocol names its timer (latency) or its method (other "
+		    "figures)");
+	}
+}

@@ -18,4 +18,8 @@ void api_validate_run(struct json_object *spec, const char *path,
 void api_validate_workload(struct json_object *spec, const char *path,
 	api_status *st);
 
+/* Checks a BenchmarkProtocol spec: a timer or a method is given. */
+void api_validate_protocol(struct json_object *spec, const char *path,
+	api_status *st);
+
 #endif

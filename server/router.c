@@ -304,6 +304,40 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		api_delete(rt->api, k, name, len, &wo, r);
 		return;
 	}
+	if (strcmp(req->method, "PATCH") == 0 || strcmp(req->method, "PUT") == 0) {
+		api_write_opts wo;
+		char mt[128];
+		int type;
+
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+			return;
+		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+		if (strcmp(req->method, "PUT") == 0) {
+			if (mt[0] != '\0' && strcmp(mt, "application/json") != 0) {
+				fail(r, 415, "UnsupportedMediaType", "PUT takes "
+				    "application/json, not \"%.64s\"", mt);
+				return;
+			}
+			api_replace(rt->api, k, name, req->body, req->body_len, &wo, r);
+			return;
+		}
+		if (strcmp(mt, "application/merge-patch+json") == 0)
+			type = API_PATCH_MERGE;
+		else if (strcmp(mt, "application/strategic-merge-patch+json") == 0)
+			type = API_PATCH_STRATEGIC;
+		else if (strcmp(mt, "application/apply-patch+yaml") == 0 ||
+		    strcmp(mt, "application/apply-patch+json") == 0)
+			type = API_PATCH_APPLY;
+		else {
+			fail(r, 415, "UnsupportedMediaType", "the patch type \"%.64s\" "
+			    "is not supported: use application/merge-patch+json, "
+			    "application/strategic-merge-patch+json (taken as a merge "
+			    "patch) or application/apply-patch+yaml", mt);
+			return;
+		}
+		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
+		return;
+	}
 	method_not_allowed(r, req->method);
 }
 
@@ -505,6 +539,14 @@ router_dispatch(router *rt, const http_req *req, api_resp *r,
 		api_version(r);
 		return;
 	}
+	if (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0) {
+		api_openapi_index(r);
+		return;
+	}
+	if (strcmp(p, "/openapi/v3/apis/" API_GROUP_VERSION) == 0) {
+		api_openapi_group(r);
+		return;
+	}
 	if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0) {
 		api_discovery_api(r);
 		return;
@@ -565,9 +607,26 @@ router_dispatch(router *rt, const http_req *req, api_resp *r,
 			collection(rt, k, req, r, watch);
 			return;
 		}
-		if (strchr(slash + 1, '/') != NULL) {
-			not_found(r);
-			return;
+		{
+			const char *sub = strchr(slash + 1, '/');
+			char nm[KI_MAX_NAME + 1];
+
+			if (sub != NULL) {
+				if (strcmp(sub, "/status") != 0 ||
+				    (size_t)(sub - slash - 1) > KI_MAX_NAME) {
+					not_found(r);
+					return;
+				}
+				if (strcmp(req->method, "GET") != 0) {
+					fail(r, 405, "MethodNotAllowed", "status is owned by "
+					    "the server: it can be read, not written");
+					return;
+				}
+				snprintf(nm, sizeof(nm), "%.*s", (int)(sub - slash - 1),
+				    slash + 1);
+				item(rt, k, nm, req, r);
+				return;
+			}
 		}
 		item(rt, k, slash + 1, req, r);
 		return;

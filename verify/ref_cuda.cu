@@ -246,39 +246,16 @@ emb_bwd_warp(const int32_t *__restrict__ start,
 	}
 }
 
-/* First position in sorted[0, n) holding a key >= v. */
-__device__ __forceinline__ int64_t
-lower_bound(const int64_t *sorted, int64_t n, int64_t v)
-{
-	int64_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		int64_t mid = (lo + hi) / 2;
-
-		if (sorted[mid] < v)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* dw[v] = Σ dy[perm[p]] over the tokens p sorted to row v, every row
- * written once (zeros where no token names it), summed in fp32. */
+/* The same sums with a block per row, threads striding over the row's
+ * 16-byte vectors: more parallelism for rows many tokens name. */
 template <typename T>
 __global__ void
-emb_bwd_rows_vec(const int64_t *__restrict__ sorted,
+emb_bwd_block(const int32_t *__restrict__ start,
 	const int32_t *__restrict__ perm, const uint4 *__restrict__ dy,
-	uint4 *__restrict__ dw, int64_t bt, int64_t v, int64_t nv)
+	uint4 *__restrict__ dw, int64_t v, int64_t nv)
 {
-	__shared__ int64_t seg[2];
-
 	for (int64_t row = blockIdx.x; row < v; row += gridDim.x) {
-		if (threadIdx.x < 2)
-			seg[threadIdx.x] = lower_bound(sorted, bt,
-			    row + threadIdx.x);
-		__syncthreads();
-		int64_t lo = seg[0], hi = seg[1];
+		int32_t lo = start[row], hi = start[row + 1];
 
 		for (int64_t c = threadIdx.x; c < nv; c += blockDim.x) {
 			float acc[vec<T>::N], f[vec<T>::N];
@@ -286,7 +263,7 @@ emb_bwd_rows_vec(const int64_t *__restrict__ sorted,
 #pragma unroll
 			for (int k = 0; k < vec<T>::N; k++)
 				acc[k] = 0.f;
-			for (int64_t p = lo; p < hi; p++) {
+			for (int32_t p = lo; p < hi; p++) {
 				vec<T>::load(__ldg(dy + (int64_t)perm[p] * nv + c),
 				    f);
 #pragma unroll
@@ -295,7 +272,6 @@ emb_bwd_rows_vec(const int64_t *__restrict__ sorted,
 			}
 			dw[row * nv + c] = vec<T>::store(acc);
 		}
-		__syncthreads();
 	}
 }
 
@@ -318,27 +294,23 @@ to_float<__half>(__half x)
 	return __half2float(x);
 }
 
+/* The block-per-row sums for rows that are not a multiple of 16 bytes. */
 template <typename T>
 __global__ void
-emb_bwd_rows_scalar(const int64_t *__restrict__ sorted,
+emb_bwd_rows_scalar(const int32_t *__restrict__ start,
 	const int32_t *__restrict__ perm, const T *__restrict__ dy,
-	T *__restrict__ dw, int64_t bt, int64_t v, int64_t d)
+	T *__restrict__ dw, int64_t v, int64_t d)
 {
-	__shared__ int64_t seg[2];
-
 	for (int64_t row = blockIdx.x; row < v; row += gridDim.x) {
-		if (threadIdx.x < 2)
-			seg[threadIdx.x] = lower_bound(sorted, bt,
-			    row + threadIdx.x);
-		__syncthreads();
+		int32_t lo = start[row], hi = start[row + 1];
+
 		for (int64_t c = threadIdx.x; c < d; c += blockDim.x) {
 			float acc = 0.f;
 
-			for (int64_t p = seg[0]; p < seg[1]; p++)
+			for (int32_t p = lo; p < hi; p++)
 				acc += to_float(dy[(int64_t)perm[p] * d + c]);
 			dw[row * d + c] = vec<T>::from_float(acc);
 		}
-		__syncthreads();
 	}
 }
 
@@ -463,7 +435,7 @@ struct dev {
 	size_t temp_bytes;
 	int sms;
 	int fwd_variant;          /* 0 block per row, 1 warp, 2 warp+stream */
-	int bwd_variant;          /* 0 block per row + search, 1 warp + starts */
+	int bwd_variant;          /* 1 warp per row, 2 block per row */
 };
 
 /* Launches one pass on the default stream. */
@@ -510,62 +482,40 @@ dev_pass(struct dev *g, enum ref_pass pass)
 	    g->sorted, g->iota, g->perm, g->bt, 0, g->end_bit);
 	if (e != cudaSuccess)
 		return e;
-	if (g->nv > 0 && g->bwd_variant == 1) {
-		int64_t wb = (g->v + 7) / 8;
-		unsigned grid = (unsigned)(wb < (int64_t)g->sms * 32 ? wb :
-		    (int64_t)g->sms * 32);
-
-		segment_starts<<<(unsigned)g->sms * 4, 256>>>(g->sorted,
-		    g->start, g->bt, g->v);
-		if ((e = cudaGetLastError()) != cudaSuccess)
-			return e;
-		if (g->dt == API_DT_F32)
-			emb_bwd_warp<float><<<grid, 256>>>(g->start, g->perm,
-			    (const uint4 *)g->dy, (uint4 *)g->dw, g->v, g->nv);
-		else if (g->dt == API_DT_BF16)
-			emb_bwd_warp<__nv_bfloat16><<<grid, 256>>>(g->start,
-			    g->perm, (const uint4 *)g->dy, (uint4 *)g->dw, g->v,
-			    g->nv);
-		else
-			emb_bwd_warp<__half><<<grid, 256>>>(g->start, g->perm,
-			    (const uint4 *)g->dy, (uint4 *)g->dw, g->v, g->nv);
-		return cudaGetLastError();
-	}
+	segment_starts<<<(unsigned)g->sms * 4, 256>>>(g->sorted, g->start,
+	    g->bt, g->v);
+	if ((e = cudaGetLastError()) != cudaSuccess)
+		return e;
 	{
-		int64_t blocks = g->v < 65535 * 16 ? g->v : 65535 * 16;
+		/* Persistent grids: enough resident threads to cover latency,
+		 * rows taken in grid-stride order. */
+		int64_t wb = (g->v + 7) / 8, cap = (int64_t)g->sms * 32;
+		unsigned wgrid = (unsigned)(wb < cap ? wb : cap);
+		unsigned bgrid = (unsigned)(g->v < cap ? g->v : cap);
+		int bthreads = g->nv >= 256 || g->nv == 0 ? 256 :
+		    (int)((g->nv + 31) / 32 * 32);
 
-		threads = g->nv >= 256 || g->nv == 0 ? 256 : g->nv >= 64 ? 64 :
-		    32;
-#define ROWS(T, K) K<T><<<(unsigned)blocks, threads>>>
-		if (g->nv > 0) {
-			if (g->dt == API_DT_F32)
-				ROWS(float, emb_bwd_rows_vec)(g->sorted, g->perm,
-				    (const uint4 *)g->dy, (uint4 *)g->dw, g->bt,
-				    g->v, g->nv);
-			else if (g->dt == API_DT_BF16)
-				ROWS(__nv_bfloat16, emb_bwd_rows_vec)(g->sorted,
-				    g->perm, (const uint4 *)g->dy,
-				    (uint4 *)g->dw, g->bt, g->v, g->nv);
-			else
-				ROWS(__half, emb_bwd_rows_vec)(g->sorted,
-				    g->perm, (const uint4 *)g->dy,
-				    (uint4 *)g->dw, g->bt, g->v, g->nv);
-		} else {
-			if (g->dt == API_DT_F32)
-				ROWS(float, emb_bwd_rows_scalar)(g->sorted,
-				    g->perm, (const float *)g->dy,
-				    (float *)g->dw, g->bt, g->v, g->d);
-			else if (g->dt == API_DT_BF16)
-				ROWS(__nv_bfloat16, emb_bwd_rows_scalar)(
-				    g->sorted, g->perm,
-				    (const __nv_bfloat16 *)g->dy,
-				    (__nv_bfloat16 *)g->dw, g->bt, g->v, g->d);
-			else
-				ROWS(__half, emb_bwd_rows_scalar)(g->sorted,
-				    g->perm, (const __half *)g->dy,
-				    (__half *)g->dw, g->bt, g->v, g->d);
-		}
-#undef ROWS
+#define BWD(T) do {                                                     \
+		if (g->nv == 0)                                         \
+			emb_bwd_rows_scalar<T><<<bgrid, 256>>>(g->start, \
+			    g->perm, (const T *)g->dy, (T *)g->dw, g->v, \
+			    g->d);                                      \
+		else if (g->bwd_variant == 1)                           \
+			emb_bwd_warp<T><<<wgrid, 256>>>(g->start, g->perm, \
+			    (const uint4 *)g->dy, (uint4 *)g->dw, g->v,  \
+			    g->nv);                                     \
+		else                                                    \
+			emb_bwd_block<T><<<bgrid, bthreads>>>(g->start,  \
+			    g->perm, (const uint4 *)g->dy, (uint4 *)g->dw, \
+			    g->v, g->nv);                               \
+	} while (0)
+		if (g->dt == API_DT_F32)
+			BWD(float);
+		else if (g->dt == API_DT_BF16)
+			BWD(__nv_bfloat16);
+		else
+			BWD(__half);
+#undef BWD
 	}
 	return cudaGetLastError();
 }
@@ -655,10 +605,13 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	g.v = job->vocab;
 	g.nv = (g.d * (int64_t)g.es) % 16 == 0 ? g.d * (int64_t)g.es / 16 : 0;
 	g.sms = prop.multiProcessorCount;
+	/* Kernel variants, for comparing them on a device: KIREF_FWD 0|1|2,
+	 * KIREF_BWD 1|2; the defaults are the faster ones measured on an
+	 * H200 (bench/results-ref-h200.md). */
 	g.fwd_variant = getenv("KIREF_FWD") != NULL ? atoi(getenv("KIREF_FWD")) :
-	    0;
+	    2;
 	g.bwd_variant = getenv("KIREF_BWD") != NULL ? atoi(getenv("KIREF_BWD")) :
-	    1;
+	    2;
 	for (g.end_bit = 1; g.end_bit < 63 && ((int64_t)1 << g.end_bit) < g.v;
 	    g.end_bit++)
 		;

@@ -131,6 +131,9 @@ def replace_once(text, old, new):
     return text.replace(old, new)
 
 
+DELETE = object()   # put(path, DELETE) removes the member
+
+
 def put(path, value):
     """Returns fn(doc) that sets doc[path...] = value (path: a.b[0].c)."""
     keys = []
@@ -149,9 +152,6 @@ def put(path, value):
         else:
             o[keys[-1]] = kitest.deepcopy(value)
     return fn
-
-
-DELETE = object()
 
 
 def chain(*fns):
@@ -291,11 +291,18 @@ def small_daemon():
 # ---------------------------------------------------------------- cases
 
 class Case:
+    """One malformed request: what is sent, and the Status expected back
+    (code, reason, the fields its details.causes must name, words its
+    message or causes must contain). names lists the (plural, name) of the
+    objects the body names, when they cannot be read from it."""
+
     def __init__(self, name, body=None, code=400, reason='BadRequest',
                  fields=(), words=(), method='POST', path='/benchmarkruns',
                  ctype='application/json', where='malformed', names=None,
-                 chunked=False, raw_socket=False, all_codes_have_fields=False):
+                 chunked=False, raw_socket=False, all_codes_have_fields=False,
+                 headers=None):
         self.name = name
+        self.headers = headers or {}
         # code and reason may be tuples of acceptable pairs; then fields
         # are required of a 422 only, unless all_codes_have_fields
         self.all_codes_have_fields = all_codes_have_fields
@@ -411,26 +418,26 @@ def cases():
         'Embedding lookup', 'Embedding \\ud800 lookup').encode(),
         fields=['run.metadata.title'], words=['surrogate'],
         names=SEED_NAMES))
-    deep = mut(put('run.spec.timing.latencyNs.median', '@RAW@'))
+    median_raw = mut(put('run.spec.timing.latencyNs.median', '@RAW@'))
     add(Case('nesting_deeper_than_limit',
              raw_with(mut(put('run.metadata.annotations', {'x': '@RAW@'})),
                       '[' * 40 + ']' * 40),
              words=['deeper', '32'], names=SEED_NAMES))
     # NaN and Infinity are not JSON: a 400 for the syntax, or a 422 naming
     # the field that must be finite, are both precise answers.
-    add(Case('nan_figure', raw_with(deep, 'NaN'), code=(400, 422),
+    add(Case('nan_figure', raw_with(median_raw, 'NaN'), code=(400, 422),
              reason=('BadRequest', 'Invalid'),
              fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
-    add(Case('infinity_figure', raw_with(deep, 'Infinity'), code=(400, 422),
+    add(Case('infinity_figure', raw_with(median_raw, 'Infinity'), code=(400, 422),
              reason=('BadRequest', 'Invalid'),
              fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
-    add(Case('negative_infinity_figure', raw_with(deep, '-Infinity'),
+    add(Case('negative_infinity_figure', raw_with(median_raw, '-Infinity'),
              code=(400, 422), reason=('BadRequest', 'Invalid'),
              fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
     add(Case('huge_integer_clamped',
-             raw_with(deep, '123456789012345678901234567890'),
+             raw_with(median_raw, '123456789012345678901234567890'),
              fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
-    add(Case('number_overflowing_double', raw_with(deep, '1e400'),
+    add(Case('number_overflowing_double', raw_with(median_raw, '1e400'),
              code=422, reason='Invalid', words=['finite'],
              fields=['run.spec.timing.latencyNs.median'], names=SEED_NAMES))
 
@@ -783,6 +790,13 @@ def cases():
     add(Case('get_missing_digest', None, method='GET',
              path='/objects/sha256:' + '0' * 64, code=404,
              reason='NotFound'))
+    add(Case('get_missing_digest_if_none_match', None, method='GET',
+             path='/objects/sha256:' + '1' * 64, code=404,
+             reason='NotFound', headers={
+                 'If-None-Match': '"sha256:%s"' % ('1' * 64)}))
+    add(Case('get_missing_digest_if_none_match_star', None, method='GET',
+             path='/objects/sha256:' + '2' * 64, code=404,
+             reason='NotFound', headers={'If-None-Match': '*'}))
     add(Case('get_malformed_digest', None, method='GET',
              path='/objects/sha256:' + 'A' * 64, words=['digest']))
     add(Case('put_on_collection', SEED['protocol'], method='PUT',
@@ -842,15 +856,15 @@ def cases():
 def send_case(d, c):
     body = c.payload()
     if c.raw_socket:
-        r = d.raw_request(c.method, c.path, body or b'',
-                          headers={'Content-Type': c.ctype})
+        h = dict(c.headers, **{'Content-Type': c.ctype})
+        r = d.raw_request(c.method, c.path, body or b'', headers=h)
         check(r is not None, 'no answer at all (the connection was closed)')
         return r
     if c.chunked:
         chunks = [body[i:i + 1000] for i in range(0, len(body), 1000)]
         return d.request(c.method, c.path, body=iter(chunks),
-                         content_type=c.ctype)
-    return d.request(c.method, c.path, body=body,
+                         content_type=c.ctype, headers=c.headers)
+    return d.request(c.method, c.path, body=body, headers=c.headers,
                      content_type=c.ctype if body is not None else None)
 
 
@@ -1051,41 +1065,153 @@ def lone_protocol_location_identity_and_conflicts():
 @test
 def list_upload_reports_each_item():
     d = fresh()
+    # a List of protocols to their collection
     lst = {'apiVersion': 'v1', 'kind': 'List', 'items': [
         protocol('list-p1', harness='l1'),
-        environment('list-e1'),
-        workload('list-w1'),
-        SEED,
+        protocol('list-p2', harness='l2'),
         protocol('list-bad', timer='sundial'),
+        protocol('list-p3', harness='l3'),
     ]}
-    r = d.post(G + '/benchmarkruns', lst)
+    r = d.post(G + '/benchmarkprotocols', lst)
     eq(r.status, 201, 'List POST (%r)' % r)
     j = r.json()
     eq(j['kind'], 'UploadResult', 'kind')
+    eq(j['summary'], {'created': 3, 'unchanged': 0, 'failed': 1}, 'summary')
+    eq([(i['index'], i['result']) for i in j['items']],
+       [(0, 'created'), (1, 'created'), (2, 'failed'), (3, 'created')],
+       'per-item results')
+    for i in (0, 1, 3):
+        eq(j['items'][i]['name'], lst['items'][i]['metadata']['name'],
+           'item %d name' % i)
+        eq(j['items'][i]['digest'], digest(lst['items'][i]),
+           'item %d digest' % i)
+        eq(get_name(d, 'benchmarkprotocols', j['items'][i]['name']).status,
+           200, 'item %d stored' % i)
+    st = j['items'][2]['status']
+    eq(st.get('code'), 422, 'code of the bad item')
+    eq(st.get('reason'), 'Invalid', 'reason of the bad item')
+    check('items[2].spec.measurement.timer' in cause_fields(st),
+          'cause of the bad item: %r' % st)
+    eq(get_name(d, 'benchmarkprotocols', 'list-bad').status, 404,
+       'the bad item is not stored')
+    # the same List again: every good item unchanged
+    r = d.post(G + '/benchmarkprotocols', lst)
+    eq(r.status, 200, 'the same List again (%r)' % r)
+    eq(r.json()['summary'], {'created': 0, 'unchanged': 3, 'failed': 1},
+       'summary of the same List again')
+    # a List of bundles and runs to benchmarkruns: parts reported per item
+    bad = mut(put('run.spec.status', 'exploded'), bundle(9))
+    lst = {'apiVersion': 'v1', 'kind': 'List',
+           'items': [bundle(1), SEED, bad]}
+    r = d.post(G + '/benchmarkruns', lst)
+    eq(r.status, 201, 'List of bundles (%r)' % r)
+    j = r.json()
     eq(j['summary'], {'created': 6, 'unchanged': 0, 'failed': 1}, 'summary')
     by_index = {}
     for it in j['items']:
         by_index.setdefault(it['index'], []).append(it)
-    eq(sorted(by_index), [0, 1, 2, 3, 4], 'indexes of the items')
-    eq([i['result'] for i in by_index[0]], ['created'], 'item 0')
-    eq(by_index[0][0]['name'], 'list-p1', 'item 0 name')
-    eq(by_index[0][0]['digest'], digest(lst['items'][0]), 'item 0 digest')
-    eq(sorted(i['part'] for i in by_index[3]),
-       ['environment', 'protocol', 'run'], 'the bundle item has its parts')
-    eq(by_index[4][0]['result'], 'failed', 'the bad item failed')
-    st = by_index[4][0]['status']
-    eq(st.get('code'), 422, 'code of the bad item')
-    check('items[4].spec.measurement.timer' in cause_fields(st),
-          'cause of the bad item: %r' % st)
-    for plural, name in [('benchmarkprotocols', 'list-p1'),
-                         ('executionenvironments', 'list-e1'),
-                         ('workloads', 'list-w1'),
-                         ('benchmarkruns', RUN_NAME)]:
+    eq(sorted(by_index), [0, 1, 2], 'indexes of the items')
+    for i in (0, 1):
+        eq(sorted(x['part'] for x in by_index[i]),
+           ['environment', 'protocol', 'run'], 'item %d has its parts' % i)
+        eq(set(x['result'] for x in by_index[i]), {'created'},
+           'item %d created' % i)
+        for x in by_index[i]:
+            eq(x['digest'], digest(lst['items'][i][x['part']]),
+               'item %d %s digest' % (i, x['part']))
+    eq([x['result'] for x in by_index[2]], ['failed'], 'item 2 failed')
+    check('items[2].run.spec.status' in cause_fields(by_index[2][0]['status']),
+          'cause of item 2: %r' % by_index[2][0]['status'])
+    for plural, name in [('benchmarkruns', 'nd-run-1'),
+                         ('benchmarkprotocols', 'nd-proto-1'),
+                         ('executionenvironments', 'nd-env-1')] + SEED_NAMES:
         eq(get_name(d, plural, name).status, 200, '%s/%s stored' %
            (plural, name))
-    eq(get_name(d, 'benchmarkprotocols', 'list-bad').status, 404,
-       'the bad item is not stored')
+    for plural, name in [('benchmarkruns', 'nd-run-9'),
+                         ('benchmarkprotocols', 'nd-proto-9'),
+                         ('executionenvironments', 'nd-env-9')]:
+        eq(get_name(d, plural, name).status, 404,
+           '%s/%s of the failed item' % (plural, name))
     d.stop()
+
+
+@test
+def concurrent_creates_of_one_name():
+    d = fresh()
+    results = []
+    lock = threading.Lock()
+
+    def one(i):
+        r = d.post(G + '/benchmarkprotocols',
+                   protocol('contested', harness='writer %d' % i))
+        with lock:
+            results.append((r.status, i, r))
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    codes = sorted(s for s, _, _ in results)
+    eq(codes, [201] + [409] * 7, 'one create wins, the others conflict')
+    for s, _, r in results:
+        if s == 409:
+            status_of(r, 409, 'AlreadyExists')
+    winner = [i for s, i, _ in results if s == 201][0]
+    got = get_name(d, 'benchmarkprotocols', 'contested').json()
+    eq(got['spec']['harness']['name'], 'writer %d' % winner,
+       'the stored content is the winner\'s')
+    d.stop()
+
+
+@test
+def unknown_fields_warn_or_ignore_and_status_is_the_servers():
+    d = fresh()
+    p = protocol('warned')
+    p['spec']['measurement']['stopwatch'] = 'yes'
+    p['status'] = {'digest': 'sha256:' + '0' * 64, 'verified': True}
+    r = d.post(G + '/benchmarkprotocols', p)
+    eq(r.status, 201, 'POST with an unknown field, default validation')
+    warnings = r.headers.get_all('Warning') or []
+    check(any('spec.measurement.stopwatch' in w and w.startswith('299 ')
+              for w in warnings),
+          'a 299 Warning names the unknown field: %r' % warnings)
+    got = get_name(d, 'benchmarkprotocols', 'warned').json()
+    check('stopwatch' not in got['spec']['measurement'],
+          'the unknown field is pruned: %r' % got['spec'])
+    clean = protocol('warned')
+    eq(got['status'].get('digest'), digest(clean),
+       'status is the server\'s: the digest of the pruned spec')
+    check('verified' not in got['status'], 'client status dropped')
+    q = protocol('ignored', harness='ign')
+    q['spec']['stopwatch'] = 1
+    r = d.post(G + '/benchmarkprotocols?fieldValidation=Ignore', q)
+    eq(r.status, 201, 'POST with fieldValidation=Ignore')
+    eq(r.headers.get_all('Warning'), None, 'no Warning with Ignore')
+    d.stop()
+
+
+@test
+def head_answers_like_get():
+    d = fresh()
+    eq(d.post(G + '/benchmarkprotocols', SEED['protocol']).status, 201,
+       'POST')
+    dg = SEED['run']['spec']['protocolDigest']
+    bad = []
+    for path in [G, G + '/benchmarkprotocols',
+                 G + '/benchmarkprotocols/' + PROTO_NAME,
+                 G + '/objects/' + dg, '/version', '/healthz']:
+        g = d.get(path)
+        h = d.request('HEAD', path)
+        try:
+            eq(h.status, g.status, 'HEAD %s status (GET gave %d)' %
+               (path, g.status))
+            eq(h.body, b'', 'HEAD %s has no body' % path)
+            eq(h.headers.get('Content-Type'), g.headers.get('Content-Type'),
+               'HEAD %s Content-Type' % path)
+        except TestFailure as e:
+            bad.append(str(e))
+    d.stop()
+    check(not bad, '\n'.join(bad))
 
 
 def ndjson(docs, bad_line=None, bad_at=None):
@@ -1331,9 +1457,10 @@ def discovery_version_probes_metrics_page():
 
 # ---------------------------------------------------------------- durability
 
-def post_protocols(d, docs, threads=8, stop_after=None, on_ack=None):
-    """POSTs docs from several threads. Returns {name: (status, body)} for
-    every answer received; requests that got no answer are missing."""
+def post_protocols(d, docs, threads=8, on_ack=None):
+    """POSTs docs from several threads (started, not joined). Returns the
+    threads and {name: (status, body)} of every answer received: requests
+    that got no answer are missing. on_ack runs after each 2xx."""
     answers = {}
     lock = threading.Lock()
     it = iter(docs)
@@ -1359,10 +1486,6 @@ def post_protocols(d, docs, threads=8, stop_after=None, on_ack=None):
     for t in ts:
         t.start()
     return ts, answers
-
-
-def log_since(d, mark):
-    return d.stderr()[mark:]
 
 
 @test
@@ -1404,7 +1527,7 @@ def acknowledged_writes_survive_sigkill():
             max_rv = max(max_rv, rv)
         mark = len(d.stderr())
         d.start()
-        log = log_since(d, mark)
+        log = d.stderr()[mark:]
         for ln in log.splitlines():
             check(' error ' not in ln and ' warn ' not in ln,
                   'round %d: the restarted store logged %r' % (rnd, ln))
@@ -1436,70 +1559,73 @@ def acknowledged_writes_survive_sigkill():
     eq(d.stop(), 0, 'exit status after SIGTERM')
 
 
-@test
-def sigterm_during_large_ndjson_upload():
-    n = 1500
+def sigterm_variant(variant, n=1500):
+    """One SIGTERM during an NDJSON upload of n protocols; raises
+    TestFailure for what went wrong."""
     docs = [protocol('gs-%04d' % i, harness='graceful %d' % i)
             for i in range(n)]
     body = ('\n'.join(json.dumps(x) for x in docs) + '\n').encode()
     names = [x['metadata']['name'] for x in docs]
-    for variant in ('while_uploading', 'after_upload'):
-        d = Daemon(sync=True).start()
-        result = {}
-        sent = threading.Event()
+    d = Daemon(sync=True).start()
+    result = {}
+    sent = threading.Event()
 
-        def client():
-            kw = dict(chunks=60, pause=0.02) if variant == 'while_uploading' \
-                else {}
-            result['r'] = d.raw_request(
-                'POST', G + '/benchmarkruns', body,
-                headers={'Content-Type': 'application/x-ndjson'},
-                on_sent=sent.set, timeout=60, **kw)
-        t = threading.Thread(target=client, daemon=True)
-        t.start()
-        if variant == 'while_uploading':
-            time.sleep(0.5)
-            check(not sent.is_set(), 'the upload ended before the signal')
-        else:
-            sent.wait(30)
-            time.sleep(0.05)
-        os.kill(d.proc.pid, signal.SIGTERM)
+    def client():
+        kw = dict(chunks=60, pause=0.02) if variant == 'while_uploading' \
+            else {}
+        result['r'] = d.raw_request(
+            'POST', G + '/benchmarkruns', body,
+            headers={'Content-Type': 'application/x-ndjson'},
+            on_sent=sent.set, timeout=60, **kw)
+    t = threading.Thread(target=client, daemon=True)
+    t.start()
+    if variant == 'while_uploading':
+        time.sleep(0.5)
+        check(not sent.is_set(), 'the upload ended before the signal')
+    else:
+        sent.wait(30)
+        time.sleep(0.05)
+    d.signal(signal.SIGTERM)
+    rc = d.wait(30)
+    if rc is None:
+        d.kill()
+        raise TestFailure('the daemon did not stop within 30 s of SIGTERM')
+    t.join(60)
+    eq(rc, 0, 'exit status after SIGTERM')
+    check('stopped cleanly' in d.stderr(), '"stopped cleanly" in the log')
+    d.start()
+    stored = set(i['metadata']['name'] for i in
+                 list_all(d, 'benchmarkprotocols')[0])
+    present = [x for x in names if x in stored]
+    r = result.get('r')
+    print('      %s: answer %s, %d of %d stored' % (
+        variant, r.status if r is not None else 'none', len(present), n))
+    check(len(present) in (0, n), '%d of %d documents of one upload after '
+          'the restart' % (len(present), n))
+    if variant == 'after_upload':
+        # the whole body was sent before the signal: the request was in
+        # flight, and in-flight requests finish, answer included
+        check(r is not None, 'no answer to the upload (%d of %d documents '
+              'stored): the daemon closed the connection instead of '
+              'finishing the request' % (len(present), n))
+    if r is not None and 200 <= r.status < 300:
+        eq(len(present), n, 'the upload was acknowledged (%d) but is not '
+           'all there' % r.status)
+    if r is not None and r.status >= 300:
+        eq(len(present), 0, 'the upload failed with %d yet left documents' %
+           r.status)
+    eq(d.stop(), 0, 'exit status of the restarted daemon')
+
+
+@test
+def sigterm_during_large_ndjson_upload():
+    bad = []
+    for variant in ('while_uploading', 'after_upload'):
         try:
-            rc = d.proc.wait(30)
-        except Exception:
-            rc = None
-        t.join(60)
-        if rc is None:
-            d.kill()
-            raise TestFailure('%s: the daemon did not stop within 30 s of '
-                              'SIGTERM' % variant)
-        d._reap()
-        eq(rc, 0, '%s: exit status after SIGTERM' % variant)
-        check('stopped cleanly' in d.stderr(), '%s: "stopped cleanly" in '
-              'the log' % variant)
-        d.start()
-        stored = set(i['metadata']['name'] for i in
-                     list_all(d, 'benchmarkprotocols')[0])
-        present = [x for x in names if x in stored]
-        check(len(present) in (0, n), '%s: %d of %d documents of one upload '
-              'after the restart' % (variant, len(present), n))
-        r = result.get('r')
-        if variant == 'after_upload':
-            # the whole body was sent before the signal: the request was in
-            # flight, and in-flight requests finish, answer included
-            check(r is not None, '%s: no answer to the upload (%d of %d '
-                  'documents stored): the daemon closed the connection '
-                  'instead of finishing the request' % (variant,
-                                                       len(present), n))
-        if r is not None and 200 <= r.status < 300:
-            eq(len(present), n, '%s: the upload was acknowledged (%d) but '
-               'is not all there' % (variant, r.status))
-        if r is not None and r.status >= 300:
-            eq(len(present), 0, '%s: the upload failed with %d yet left '
-               'documents' % (variant, r.status))
-        print('      %s: answer %s, %d of %d stored' % (
-            variant, r.status if r is not None else 'none', len(present), n))
-        eq(d.stop(), 0, '%s: exit status of the restarted daemon' % variant)
+            sigterm_variant(variant)
+        except TestFailure as e:
+            bad.append('%s: %s' % (variant, e))
+    check(not bad, '\n'.join(bad))
 
 
 if __name__ == '__main__':

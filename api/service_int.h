@@ -1,0 +1,36 @@
+/* api/service_int.h — internals shared by the operation files
+ * (service.c, patch.c): storing objects and copying stored ones. */
+#ifndef API_SERVICE_INT_H
+#define API_SERVICE_INT_H
+
+#include <json-c/json.h>
+
+#include "api/service.h"
+
+/* Renders and stores one object of kind k: meta (borrowed; its
+ * resourceVersion is set here, and for runs its derived labels), the
+ * canonical spec bytes, the digest and references. No input may point into
+ * the map: the put invalidates it. */
+int api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
+	struct json_object *meta, const char *spec, size_t spec_len,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	const char *name, const char *natkey, size_t natkey_len);
+
+/* What a stored object (borrowed from the map) needs to be stored again. */
+typedef struct stored_copy {
+	const api_kind *kind;
+	struct json_object *meta;
+	ki_buf spec, name, natkey, refs, status;
+	uint8_t digest[API_DIGEST_LEN];
+	size_t nrefs;
+	uint64_t rv;
+} stored_copy;
+
+int stored_copy_make(stored_copy *c, const store_obj *o);
+int stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c);
+void stored_copy_free(stored_copy *c);
+
+/* Fills r with the Status for a KI_* code. */
+void api_fail_rc(api_resp *r, int rc, const char *what);
+
+#endif

@@ -1,0 +1,355 @@
+// kernel.js — one kernel's results as Liger's visualizer draws them, and
+// more: x = the swept parameter, y = the median with its p20–p80 band, a
+// line per provider, a plot per GPU and workload family, live.
+
+import { h, put, notice, id } from './dom.js';
+import * as api from './api.js';
+import * as state from './state.js';
+import * as live from './live.js';
+import { plot, style } from './plot.js';
+import { labels, figures, familyOf, title, selector } from './model.js';
+import { int, num, unitFor, figure, ratio, tick } from './format.js';
+import { errorBox } from './widgets.js';
+
+const MAX_RUNS = 5000;
+const METRICS = { latency: 'Latency', peak_memory: 'Peak memory' };
+
+let root = null;
+let els = null;
+let ctl = null;
+let unsub = null;
+let data = null; // {key, runs: Map name → run, sel}
+let redrawTimer = null;
+let current = null;
+
+const runHref = (name) => state.href({ view: 'run', name });
+
+function radios(legend, name, options, value) {
+  const fs = h('fieldset', { class: 'segmented' }, h('legend', legend));
+  for (const [v, text] of options) {
+    const input = h('input', { type: 'radio', name, value: v, checked: v === value, on: { change: () => state.patch({ [name]: v }) } });
+    fs.append(h('label', input, h('span', text)));
+  }
+  return fs;
+}
+
+function check(name, text, on) {
+  return h('label', { class: 'check' },
+    h('input', { type: 'checkbox', name, checked: on, on: { change: (e) => state.patch({ [name]: e.target.checked ? '1' : '0' }) } }), text);
+}
+
+function select(labelText, name, options, value) {
+  const fid = id(`k-${name}`);
+  return h('div', { class: 'field' }, h('label', { for: fid }, labelText),
+    h('select', { id: fid, name, on: { change: (e) => state.patch({ [name]: e.target.value }) } },
+      options.map(([v, t]) => h('option', { value: v, selected: v === value }, t))));
+}
+
+export async function mount(el, st) {
+  root = el;
+  els = {
+    title: h('h1', 'Kernel'),
+    lede: h('p', { class: 'lede' }),
+    controls: h('form', { class: 'controls', 'aria-label': 'What to plot', on: { submit: (e) => e.preventDefault() } }),
+    status: h('div', { 'aria-live': 'polite' }),
+    summary: h('section', { 'aria-labelledby': 'fastest-h' }),
+    families: h('div', { class: 'families' }),
+  };
+  put(root, els.title, els.lede, els.controls, els.status, els.summary, els.families);
+  unsub = live.subscribe(onEvent);
+  data = null;
+  return update(st);
+}
+
+export function unmount() {
+  if (ctl) ctl.abort();
+  if (unsub) unsub();
+  clearTimeout(redrawTimer);
+  root = els = data = null;
+}
+
+function defaults(st, fac) {
+  const passes = Object.keys((fac && fac.labels.pass) || {});
+  const metrics = Object.keys((fac && fac.labels.metric) || {});
+  const metric = st.metric || (metrics.includes('latency') || !metrics.length ? 'latency' : metrics[0]);
+  const pass = st.pass || (passes.includes('full') ? 'full' : passes.includes('forward') ? 'forward' : passes[0] || '');
+  return { metric, pass };
+}
+
+export async function update(st) {
+  current = st;
+  if (!st.kernel) return pickKernel();
+  if (ctl) ctl.abort();
+  ctl = new AbortController();
+  const signal = ctl.signal;
+  put(els.title, 'Kernel ', h('code', st.kernel));
+  document.title = `${st.kernel} · kernelindex`;
+
+  let fac;
+  try {
+    fac = await api.facets(`kernel=${st.kernel}`, signal);
+  } catch (e) {
+    if (e.name === 'AbortError') return;
+    fac = null;
+    if (e.status !== 404) {
+      put(els.status, errorBox(e, 'Counts for this kernel could not be loaded'));
+      return;
+    }
+  }
+  if (fac && fac.total === 0) {
+    put(els.lede, '');
+    els.controls.replaceChildren();
+    put(els.status, notice('empty', `No runs of kernel “${st.kernel}” are in the index.`,
+      h('p', 'Check the spelling, or ', h('a', { href: state.href({ view: 'catalog' }) }, 'pick a kernel in the catalog'), '.')));
+    els.summary.replaceChildren();
+    els.families.replaceChildren();
+    return;
+  }
+  const { metric, pass } = defaults(st, fac);
+  const filters = { kernel: st.kernel, metric, pass, gpu: st.gpu || '', dtype: st.dtype || '', provider: st.provider || '' };
+  const sel = selector(filters);
+  renderControls(st, fac, metric, pass);
+  if (fac) {
+    const gpus = Object.keys(fac.labels.gpu || {});
+    const prov = Object.keys(fac.labels.provider || {});
+    put(els.lede, `${int(fac.total)} runs of this kernel: ${prov.length} provider${prov.length === 1 ? '' : 's'} on ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}. `,
+      h('a', { href: state.href({ view: 'catalog', kernel: st.kernel }) }, 'List them in the catalog'), '.');
+  }
+
+  if (!data || data.sel !== sel) {
+    data = { sel, metric, pass, runs: new Map(), truncated: false, rv: null };
+    put(els.status, notice('loading', 'Loading runs…'));
+    let total = 0;
+    try {
+      for await (const page of api.pages('benchmarkruns', { labelSelector: sel }, MAX_RUNS, signal)) {
+        for (const r of page.items) data.runs.set(r.metadata.name, r);
+        total += page.items.length;
+        data.rv = page.metadata.resourceVersion;
+        data.truncated = Boolean(page.metadata.continue) && total >= MAX_RUNS;
+        put(els.status, notice('loading', `Loaded ${int(total)} runs…`));
+      }
+    } catch (e) {
+      if (e.name === 'AbortError') return;
+      put(els.status, errorBox(e, 'Runs could not be loaded'));
+      return;
+    }
+    if (signal.aborted) return;
+  }
+  await draw(st, metric, pass, signal);
+  if (signal.aborted) return;
+  document.documentElement.dataset.ready = 'kernel';
+  performance.mark('ki-kernel-ready');
+  if (data.rv) live.follow(sel, data.rv, () => { data = null; update(current); });
+}
+
+async function pickKernel() {
+  put(els.title, 'Kernels');
+  els.controls.replaceChildren();
+  els.summary.replaceChildren();
+  try {
+    const fac = await api.facets();
+    const ks = Object.entries(fac.labels.kernel || {}).sort((a, b) => a[0].localeCompare(b[0]));
+    put(els.lede, 'Pick a kernel to plot its results.');
+    put(els.families, h('ul', { class: 'chips' }, ks.map(([k, n]) => h('li', h('a', { class: 'chip', href: state.href({ view: 'kernel', kernel: k }) }, `${k} (${int(n)})`)))));
+    els.status.replaceChildren();
+  } catch (e) {
+    put(els.status, errorBox(e, 'Kernels could not be listed'));
+  }
+}
+
+function renderControls(st, fac, metric, pass) {
+  const L = (k) => Object.keys((fac && fac.labels[k]) || {}).sort();
+  const metrics = L('metric');
+  const passes = L('pass');
+  const gpus = L('gpu');
+  const providers = L('provider');
+  const dtypes = L('dtype');
+  if (!metrics.includes(metric)) metrics.push(metric);
+  if (pass && !passes.includes(pass)) passes.push(pass);
+  const logX = st.logx !== '0';
+  const logY = st.logy === '1';
+  put(els.controls,
+    radios('Metric', 'metric', metrics.map((m) => [m, METRICS[m] || m]), metric),
+    passes.length ? radios('Pass', 'pass', passes.map((p) => [p, p]), pass) : null,
+    select('GPU', 'gpu', [['', 'All GPUs, side by side'], ...gpus.map((g) => [g, g])], st.gpu || ''),
+    providers.length > 1 ? select('Provider', 'provider', [['', 'All providers'], ...providers.map((p) => [p, p])], st.provider || '') : null,
+    dtypes.length > 1 ? select('Data type', 'dtype', [['', 'All'], ...dtypes.map((d) => [d, d])], st.dtype || '') : null,
+    h('fieldset', { class: 'segmented' }, h('legend', 'Axes'), check('logx', 'Log x', logX), check('logy', 'Log y', logY)));
+}
+
+/* Groups runs: family → GPU → provider → x → newest run (older ones counted). */
+async function group(runs, signal) {
+  const digests = [...new Set([...runs.values()].map((r) => r.spec && r.spec.workloadDigest).filter(Boolean))];
+  const workloads = new Map();
+  await Promise.all(digests.map((d) => api.object(d).then((w) => workloads.set(d, w), () => workloads.set(d, null))));
+  if (signal && signal.aborted) return null;
+  const fams = new Map();
+  let unplaced = 0;
+  for (const r of runs.values()) {
+    const w = workloads.get(r.spec && r.spec.workloadDigest);
+    const f = w ? familyOf(w) : null;
+    const l = labels(r);
+    if (!f || !Number.isFinite(f.x)) {
+      unplaced += 1;
+      continue;
+    }
+    if (!fams.has(f.key)) fams.set(f.key, { ...f, gpus: new Map(), count: 0 });
+    const fam = fams.get(f.key);
+    fam.count += 1;
+    const gpu = l.gpu || 'unknown GPU';
+    const prov = l.provider || 'unknown provider';
+    if (!fam.gpus.has(gpu)) fam.gpus.set(gpu, new Map());
+    const byProv = fam.gpus.get(gpu);
+    if (!byProv.has(prov)) byProv.set(prov, new Map());
+    const byX = byProv.get(prov);
+    const prev = byX.get(f.x);
+    const t = (r.spec && r.spec.observedAt) || '';
+    if (!prev) byX.set(f.x, { run: r, others: 0 });
+    else if (t > ((prev.run.spec && prev.run.spec.observedAt) || '')) byX.set(f.x, { run: r, others: prev.others + 1 });
+    else prev.others += 1;
+  }
+  return { fams, unplaced };
+}
+
+function pointOf(entry, x, metric, unit, prov, gpu, sweep) {
+  const r = entry.run;
+  const f = figures(r);
+  const p = r.status && r.status.plausibility;
+  const lines = [`${prov} · ${gpu}`, `${sweep} = ${tick(x)} (${int(x)})`, `median ${figure(metric, f.median)}`];
+  if (Number.isFinite(f.p20)) lines.push(`p20–p80 ${figure(metric, f.p20)} – ${figure(metric, f.p80)}`);
+  if (p && p.verdict) lines.push(`plausibility: ${p.verdict}${Number.isFinite(p.achievedFraction) ? ` (${num(p.achievedFraction)} of the floor)` : ''}`);
+  if (entry.others) lines.push(`${entry.others} older run${entry.others === 1 ? '' : 's'} at this point`);
+  lines.push(`run ${title(r)}`);
+  return {
+    x,
+    y: f.median / unit.div,
+    lo: f.p20 / unit.div,
+    hi: f.p80 / unit.div,
+    href: runHref(r.metadata.name),
+    flagged: p && p.verdict === 'Implausible',
+    lines,
+    floorNs: p && Number.isFinite(p.floorNs) ? p.floorNs : NaN,
+  };
+}
+
+async function draw(st, metric, pass, signal) {
+  const grouped = await group(data.runs, signal);
+  if (!grouped || !els) return;
+  const { fams, unplaced } = grouped;
+  const logX = st.logx !== '0';
+  const logY = st.logy === '1';
+  const status = [];
+  if (data.truncated) status.push(notice('warn', `Showing the first ${int(MAX_RUNS)} matching runs.`, 'Pick one GPU, provider or data type above to see the rest.'));
+  if (unplaced) status.push(notice('warn', `${int(unplaced)} run${unplaced === 1 ? ' is' : 's are'} not plotted: ${unplaced === 1 ? 'its' : 'their'} workload is unresolved or names no swept parameter.`, 'Their runs are still listed in the catalog.'));
+  if (!fams.size) {
+    put(els.status, ...status, notice('empty', `No ${METRICS[metric] || metric} runs of this kernel${pass ? ` for the ${pass} pass` : ''} can be plotted.`,
+      h('p', 'Pick another metric or pass above, or ', h('a', { href: state.href({ view: 'catalog', kernel: st.kernel }) }, 'list the runs'), '.')));
+    els.summary.replaceChildren();
+    els.families.replaceChildren();
+    return;
+  }
+  put(els.status, ...status);
+
+  const providers = new Set();
+  for (const fam of fams.values()) for (const byProv of fam.gpus.values()) for (const p of byProv.keys()) providers.add(p);
+  const provStyle = new Map([...providers].sort().map((p, i) => [p, style(i)]));
+
+  let maxV = 0;
+  for (const r of data.runs.values()) {
+    const f = figures(r);
+    if (Number.isFinite(f.p80)) maxV = Math.max(maxV, f.p80);
+    if (Number.isFinite(f.median)) maxV = Math.max(maxV, f.median);
+  }
+  const unit = unitFor(metric, maxV);
+  const yLabel = `${metric === 'peak_memory' ? 'peak memory' : 'median latency'} (${unit.name})`;
+
+  const famList = [...fams.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key));
+  const summaryRows = [];
+  const sections = famList.map((fam, fi) => {
+    const gpus = [...fam.gpus.keys()].sort();
+    const famTitle = `${fam.sweep} sweep · ${fam.fixed || 'no fixed parameters'} · ${fam.dtype} · ${fam.pass}`;
+    const plots = gpus.map((gpu) => {
+      const byProv = fam.gpus.get(gpu);
+      const series = [...byProv.keys()].sort().map((prov) => ({
+        name: prov,
+        style: provStyle.get(prov),
+        points: [...byProv.get(prov)].map(([x, e]) => pointOf(e, x, metric, unit, prov, gpu, fam.sweep)),
+      }));
+      const floorByX = new Map();
+      for (const sr of series) for (const p of sr.points) if (Number.isFinite(p.floorNs) && metric === 'latency') floorByX.set(p.x, p.floorNs / unit.div);
+      summaryRows.push(summarize(fam, fi, gpu, series, metric, unit));
+      return plot({
+        title: gpu,
+        xLabel: fam.sweep,
+        yLabel,
+        logX,
+        logY,
+        series,
+        floor: [...floorByX].map(([x, y]) => ({ x, y })),
+      });
+    });
+    return h('section', { 'aria-labelledby': `fam-${fi}`, dataset: { family: fam.key } },
+      h('h2', { id: `fam-${fi}` }, famTitle),
+      h('p', { class: 'hint' }, `${int(fam.count)} runs · ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}`),
+      h('div', { class: 'plots' }, plots));
+  });
+  renderSummary(summaryRows, metric);
+  put(els.families, ...sections);
+}
+
+/* The provider with the lowest geometric-mean median over the sizes every
+ * provider of the plot measured, and how far behind the others are. */
+function summarize(fam, fi, gpu, series, metric) {
+  const xsets = series.map((sr) => new Set(sr.points.map((p) => p.x)));
+  const shared = [...xsets[0]].filter((x) => xsets.every((xs) => xs.has(x)));
+  const useX = shared.length ? shared : null;
+  const scores = series.map((sr) => {
+    const ps = sr.points.filter((p) => (useX ? useX.includes(p.x) : true) && p.y > 0);
+    const g = Math.exp(ps.reduce((a, p) => a + Math.log(p.y), 0) / (ps.length || 1));
+    return { name: sr.name, g, n: ps.length, best: ps.reduce((a, p) => (!a || p.y < a.y ? p : a), null) };
+  }).filter((x) => x.n).sort((a, b) => a.g - b.g);
+  return { fam, fi, gpu, scores, shared: useX ? useX.length : 0, metric };
+}
+
+function renderSummary(rows, metric) {
+  const word = metric === 'peak_memory' ? 'Least memory' : 'Fastest';
+  const head = h('h2', { id: 'fastest-h' }, `${word} on each GPU`);
+  const body = rows.filter((r) => r.scores.length).map((r) => {
+    const best = r.scores[0];
+    const others = r.scores.slice(1).map((o) => `${o.name} ${ratio(o.g / best.g)}`).join(', ');
+    return h('tr', { dataset: { gpu: r.gpu, best: best.name } },
+      h('th', { scope: 'row' }, r.gpu),
+      h('td', h('a', { href: `#fam-${r.fi}` }, `${r.fam.sweep} sweep · ${r.fam.fixed}`)),
+      h('td', { class: 'best' }, best.name),
+      h('td', others || '—'),
+      h('td', { class: 'num' }, r.shared ? int(r.shared) : '—'));
+  });
+  put(els.summary, head,
+    h('p', { class: 'hint' }, `Per plot: the provider with the lowest geometric mean of the median over the sizes all its providers measured; the others as multiples of it (${metric === 'peak_memory' ? 'more memory' : 'slower'} above 1×).`),
+    h('div', { class: 'table-scroll', role: 'region', 'aria-label': `${word} provider per GPU`, tabindex: '0' },
+      h('table', { class: 'summary-table' },
+        h('thead', h('tr', ['GPU', 'Workload family', word, 'Others', 'Shared sizes'].map((t) => h('th', { scope: 'col' }, t)))),
+        h('tbody', body))));
+}
+
+/* Live: runs of this kernel that arrive, change or go are drawn in place. */
+function onEvent(ev) {
+  if (!data || !ev.object || ev.object.kind !== 'BenchmarkRun' || !current) return;
+  const st = current;
+  const l = labels(ev.object);
+  const { metric, pass } = data;
+  if (l.kernel !== st.kernel || (l.metric && l.metric !== metric) || (pass && l.pass && l.pass !== pass)) return;
+  if (st.gpu && l.gpu !== st.gpu) return;
+  if (st.provider && l.provider !== st.provider) return;
+  const name = ev.object.metadata.name;
+  if (ev.type === 'DELETED') data.runs.delete(name);
+  else data.runs.set(name, ev.object);
+  if (ev.type === 'ADDED') live.announce(`New run plotted: ${title(ev.object)}`);
+  clearTimeout(redrawTimer);
+  redrawTimer = setTimeout(() => {
+    if (!els || current !== st || !data) return;
+    draw(st, data.metric, data.pass);
+  }, 250);
+}
+
+export default { mount, update, unmount };
