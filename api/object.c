@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/plausible.h"
 #include "api/validate.h"
 
 #define MAX_LABELS 64
@@ -23,6 +24,74 @@ api_doc_free(api_doc *d)
 	ki_buf_free(&d->natkey);
 	free(d->stored_name);
 	memset(d, 0, sizeof(*d));
+}
+
+/* Checks what json-c 0.16 lets through: UTF-8 must be well formed (RFC
+ * 3629: no overlong forms, no surrogates, nothing above U+10FFFF), strings
+ * must not hold raw control characters, and outside strings there may be
+ * no single quotes and no NaN or Infinity. Returns NULL, or why, with the
+ * byte offset in *at. */
+static const char *
+check_text(const char *text, size_t len, size_t *at)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	int in_str = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		unsigned c = s[i];
+
+		*at = i;
+		if (c >= 0x80) {
+			size_t n;
+			unsigned cp, min;
+
+			if (c >= 0xc2 && c <= 0xdf) {
+				n = 1;
+				cp = c & 0x1f;
+				min = 0x80;
+			} else if (c >= 0xe0 && c <= 0xef) {
+				n = 2;
+				cp = c & 0x0f;
+				min = 0x800;
+			} else if (c >= 0xf0 && c <= 0xf4) {
+				n = 3;
+				cp = c & 0x07;
+				min = 0x10000;
+			} else {
+				return "invalid UTF-8";
+			}
+			for (size_t j = 1; j <= n; j++) {
+				if (i + j >= len || (s[i + j] & 0xc0) != 0x80)
+					return "invalid UTF-8";
+				cp = (cp << 6) | (s[i + j] & 0x3f);
+			}
+			if (cp < min)
+				return "invalid UTF-8 (overlong encoding)";
+			if (cp >= 0xd800 && cp <= 0xdfff)
+				return "invalid UTF-8 (an encoded surrogate)";
+			if (cp > 0x10ffff)
+				return "invalid UTF-8 (beyond U+10FFFF)";
+			i += n;
+			continue;
+		}
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+			else if (c < 0x20)
+				return "a control character inside a string must be "
+				    "escaped";
+			continue;
+		}
+		if (c == '"')
+			in_str = 1;
+		else if (c == '\'')
+			return "strings are quoted with \", not '";
+		else if (c == 'N' || c == 'I')
+			return "NaN and Infinity are not JSON numbers";
+	}
+	return NULL;
 }
 
 int
@@ -46,6 +115,16 @@ api_json_parse(const char *text, size_t len, int max_depth,
 		api_status_fail(st, 413, "RequestEntityTooLarge",
 		    "the request body is too large");
 		return KI_EINVAL;
+	}
+	{
+		size_t at = 0;
+		const char *why = check_text(text, len, &at);
+
+		if (why != NULL) {
+			api_status_fail(st, 400, "BadRequest", "the body is not valid "
+			    "JSON: %s at byte %zu", why, at);
+			return KI_EINVAL;
+		}
 	}
 	tok = json_tokener_new_ex(max_depth);
 	if (tok == NULL) {
@@ -94,7 +173,11 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	}
 	if (rc < 0) {
 		ki_buf_free(&path);
-		api_status_from_rc(st, rc, "parsing the body");
+		if (rc == KI_EINVAL)
+			api_status_fail(st, 400, "BadRequest", "the body is not valid "
+			    "JSON");
+		else
+			api_status_from_rc(st, rc, "parsing the body");
 		goto fail;
 	}
 	ki_buf_reset(&path);
@@ -118,7 +201,11 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	}
 	ki_buf_free(&path);
 	if (rc < 0) {
-		api_status_from_rc(st, rc, "parsing the body");
+		if (rc == KI_EINVAL)
+			api_status_fail(st, 400, "BadRequest", "the body is not valid "
+			    "JSON");
+		else
+			api_status_from_rc(st, rc, "parsing the body");
 		goto fail;
 	}
 	*out = obj;
@@ -337,10 +424,19 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 		return;
 	}
 	if (expect != NULL && expect != d->kind) {
-		api_status_fail(st, 400, "BadRequest", "%s%sa %s cannot be created "
+		if (*path != '\0' && expect->bundle_part != NULL &&
+		    strcmp(path + (strrchr(path, '.') ? (size_t)(strrchr(path, '.') -
+		    path) + 1 : 0), expect->bundle_part) == 0) {
+			join(p, sizeof(p), path, "kind");
+			api_status_cause(st, "FieldValueInvalid", p, "Invalid value: "
+			    "\"%.64s\": the %s of a bundle must be a %s", kind,
+			    expect->bundle_part, expect->kind);
+			return;
+		}
+		api_status_fail(st, 400, "BadRequest", "%s%s%s %s cannot be created "
 		    "in the %s collection; POST it to " API_PREFIX "/%s", path,
-		    *path ? ": " : "", d->kind->kind, expect->plural,
-		    d->kind->plural);
+		    *path ? ": " : "", strchr("AEIOU", d->kind->kind[0]) ? "an" : "a",
+		    d->kind->kind, expect->plural, d->kind->plural);
 		return;
 	}
 	json_object_object_foreach(obj, key, val) {
@@ -543,7 +639,7 @@ api_new_metadata(struct json_object *doc_meta, double now)
 int
 api_compute_status(store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	double now, ki_buf *out)
+	const struct api_plausibility *pl, double now, ki_buf *out)
 {
 	static const char *const parts[API_NREFS] = { "protocol", "workload",
 		"environment", "implementation" };
@@ -595,8 +691,20 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		    "\"status\":\"False\"");
 	}
 	ki_buf_free(&unresolved);
-	ki_buf_printf(out, ",\"type\":\"DigestsVerified\"}],\"digest\":\"%s\","
-	    "\"references\":{", ds);
+	ki_buf_puts(out, ",\"type\":\"DigestsVerified\"}");
+	if (pl != NULL) {
+		ki_buf_puts(out, ",{\"lastTransitionTime\":\"");
+		api_format_time(now, out);
+		ki_buf_puts(out, "\",\"message\":");
+		ki_buf_json_string(out, pl->message, strlen(pl->message));
+		ki_buf_printf(out, ",\"reason\":\"%s\",\"status\":\"%s\","
+		    "\"type\":\"Plausible\"}", pl->reason, !pl->known ? "Unknown" :
+		    pl->implausible ? "False" : "True");
+	}
+	ki_buf_printf(out, "],\"digest\":\"%s\"", ds);
+	if (pl != NULL)
+		api_plausibility_render(pl, out);
+	ki_buf_puts(out, ",\"references\":{");
 	for (int i = 0, first = 1; i < API_NREFS; i++) {
 		static const int order[API_NREFS] = { 2, 3, 0, 1 };
 		int j = order[i];

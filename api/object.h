@@ -73,10 +73,12 @@ struct json_object *api_new_metadata(struct json_object *doc_meta,
 void api_format_time(double secs, ki_buf *out);
 
 /* Appends the status a stored object of kind k gets: its digest, and for
- * runs each reference resolved or not, with conditions. txn resolves the
+ * runs each reference resolved or not, the plausibility pl (may be NULL),
+ * and conditions DigestsVerified and Plausible. txn resolves the
  * references. */
+struct api_plausibility;
 int api_compute_status(store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	double now, ki_buf *out);
+	const struct api_plausibility *pl, double now, ki_buf *out);
 
 #endif

@@ -11,6 +11,7 @@
 #include "api/jcs.h"
 #include "api/labels.h"
 #include "api/object.h"
+#include "api/plausible.h"
 #include "api/table.h"
 
 #define CT_JSON "application/json"
@@ -232,10 +233,12 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
 	ki_buf metab, status, json, lblob, fblob;
+	api_plausibility pl;
 	store_obj o;
 	char rvs[24];
 	int rc;
 
+	memset(&pl, 0, sizeof(pl));
 	ki_buf_init(&metab);
 	ki_buf_init(&status);
 	ki_buf_init(&json);
@@ -264,6 +267,10 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		rc = api_run_derive_labels(txn, spec_obj, refs, nrefs, labels);
 		if (rc != KI_OK)
 			goto out;
+		api_plausibility_eval(txn, spec_obj, refs, nrefs, &pl);
+		json_object_object_add(labels, "verdict", json_object_new_string(
+		    !pl.known ? "unknown" : pl.implausible ? "implausible" :
+		    "plausible"));
 	}
 	if (json_object_object_length(labels) == 0)
 		json_object_object_del(meta, "labels");
@@ -272,8 +279,8 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		goto out;
 	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
 		goto out;
-	rc = api_compute_status(txn, k, digest, refs, nrefs, ctx->now(),
-	    &status);
+	rc = api_compute_status(txn, k, digest, refs, nrefs,
+	    k->id == API_RUN ? &pl : NULL, ctx->now(), &status);
 	if (rc != KI_OK)
 		goto out;
 	rc = api_render(k, metab.data, metab.len, spec, spec_len, status.data,
@@ -917,17 +924,19 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 	}
 	snprintf(r->etag, sizeof(r->etag), "\"%s\"", digest);
 	r->cache_control = "public, max-age=31536000, immutable";
-	if (if_none_match != NULL && (strstr(if_none_match, r->etag) != NULL ||
-	    strcmp(if_none_match, "*") == 0)) {
-		/* Content named by its digest never changes. */
-		r->code = 304;
-		return;
-	}
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
 		return;
 	}
 	rc = store_get_by_digest(txn, d, &o);
+	if (rc == KI_OK && if_none_match != NULL &&
+	    (strstr(if_none_match, r->etag) != NULL ||
+	    strcmp(if_none_match, "*") == 0)) {
+		/* Content named by its digest never changes. */
+		store_abort(txn);
+		r->code = 304;
+		return;
+	}
 	k = rc == KI_OK ? api_kind_by_id(o.kind) : NULL;
 	if (rc == KI_OK && k == NULL)
 		rc = KI_ESTORE;

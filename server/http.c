@@ -405,6 +405,11 @@ http_stop(http_server *s)
 	fd = MHD_quiesce_daemon(s->d);
 	if (s->hub != NULL)
 		watch_hub_shutdown(s->hub);
+	/* Requests being answered finish first (up to 30 s): an upload that
+	 * was committed gets its answer. */
+	for (int i = 0; i < 3000 &&
+	    __atomic_load_n(&s->rt->metrics->in_flight, __ATOMIC_RELAXED) > 0; i++)
+		usleep(10000);
 	MHD_stop_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);

@@ -517,10 +517,19 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 }
 
 void
-router_dispatch(router *rt, const http_req *req, api_resp *r,
+router_dispatch(router *rt, const http_req *in, api_resp *r,
 	watch_params **watch)
 {
-	const char *p = req->path;
+	http_req head;
+	const http_req *req = in;
+	const char *p = in->path;
+
+	/* HEAD is GET without the body; the HTTP layer drops the body. */
+	if (strcmp(in->method, "HEAD") == 0) {
+		head = *in;
+		head.method = "GET";
+		req = &head;
+	}
 	size_t plen = strlen(API_PREFIX);
 
 	if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0) {

@@ -23,6 +23,15 @@ for dt in float32 bfloat16 float16; do
 		done
 	done
 done
+# The other backward variant (a warp per row) on the same shapes.
+: >"$O/ref-bwd-warp.jsonl"
+for v in $(echo "$VS" | tr , ' '); do
+	for dt in float32 bfloat16; do
+		[ "$dt" != float32 ] && [ "$v" != 131072 ] && continue
+		printf '{"workload":{"kernel":"embedding","pass":"backward","dtype":"%s","parameters":{"batch":8,"seq":2048,"hidden":4096,"vocab":%s}},"backend":"cuda","maxSeconds":30}\n' "$dt" "$v" |
+		    KIREF_BWD=1 "$REF" >>"$O/ref-bwd-warp.jsonl"
+	done
+done
 PYTHONUNBUFFERED=1 python3 verify/bench_torch.py 8 2048 4096 "$VS" float32 >"$O/torch.jsonl" 2>"$O/torch.err"
 PYTHONUNBUFFERED=1 python3 verify/bench_torch.py 8 2048 4096 131072 bfloat16,float16 >>"$O/torch.jsonl" 2>>"$O/torch.err"
 echo "torch exit $?"

@@ -46,7 +46,7 @@ struct ref_result {
 	const char *backend;         /* "cpu" or "cuda"; static */
 	int scaled;                  /* the shape was reduced to fit */
 	int64_t batch, seq, hidden, vocab;   /* the shape actually run */
-	char gpu_name[128];
+	char gpu_name[256];
 	char driver[48];
 	char sm[16];
 	int clocks_sm_before, clocks_mem_before;   /* MHz, -1 unknown */

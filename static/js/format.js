@@ -44,7 +44,8 @@ export function tick(v) {
 
 export function ratio(r) {
   if (!Number.isFinite(r)) return '—';
-  return `${r >= 10 ? r.toFixed(1) : r.toFixed(2)}×`;
+  if (r >= 10) return `${r.toFixed(1)}×`;
+  return `${Math.abs(r - 1) < 0.01 ? r.toFixed(3) : r.toFixed(2)}×`;
 }
 
 export function when(iso) {

@@ -280,6 +280,8 @@ async function draw(st, metric, pass, signal) {
       summaryRows.push(summarize(fam, fi, gpu, series, metric, unit));
       return plot({
         title: gpu,
+        gpu,
+        unit: unit.name,
         xLabel: fam.sweep,
         yLabel,
         logX,

@@ -96,14 +96,14 @@ function domain(values, log, zero) {
 
 /*
  * plot(opts) → a <figure> holding the SVG, a legend and a data table.
- * opts: {title, xLabel, yLabel, logX, logY, series: [{name, style, points:
+ * opts: {title, xLabel, yLabel, unit, gpu, logX, logY, series: [{name, style, points:
  * [{x, y, lo, hi, href, lines: [text…], flagged}]}], floor: [{x, y}]}
  * y, lo and hi are already in display units.
  */
 export function plot(opts) {
   const series = opts.series.filter((sr) => sr.points.length);
   const pts = series.flatMap((sr) => sr.points);
-  const fig = h('figure', { class: 'plot', dataset: { series: series.length, points: pts.length } });
+  const fig = h('figure', { class: 'plot', dataset: { series: series.length, points: pts.length, unit: opts.unit, gpu: opts.gpu } });
   const titleId = `pt-${Math.random().toString(36).slice(2, 9)}`;
   fig.append(h('h4', { id: titleId }, opts.title));
   if (!pts.length) {
