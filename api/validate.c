@@ -16,7 +16,7 @@ typedef struct figure {
 	int stat;        /* index into stat_names */
 	double value;    /* in the metric's base unit */
 	double shown;    /* as written */
-	char path[96];
+	char path[160];
 } figure;
 
 static const char *const metric_names[] = { "latency", "peak_memory",
