@@ -193,7 +193,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 			json_object_object_add(c.meta, *key, cp);
 		}
 	}
-	if ((rc = stored_copy_put(ctx, txn, &c)) != KI_OK) {
+	if ((rc = stored_copy_put(ctx, txn, &c, NULL)) != KI_OK) {
 		api_fail_rc(r, rc, "writing the object");
 		goto out;
 	}

@@ -225,11 +225,51 @@ typedef struct refresh_arg {
  * resourceVersion is set here, and for runs its derived labels), the
  * canonical spec bytes, the digest and references. Every input must stay
  * valid across the put: none may point into the map. */
+/* Merges the members of extra into the status text in st (rewritten). */
+static int
+merge_status(ki_buf *st, struct json_object *extra)
+{
+	struct json_object *o;
+	int rc;
+
+	if (extra == NULL || json_object_object_length(extra) == 0)
+		return KI_OK;
+	if ((o = api_json_parse_len(st->data, st->len)) == NULL)
+		return KI_ENOMEM;
+	json_object_object_foreach(extra, key, val) {
+		struct json_object *cp = NULL;
+
+		if (strcmp(key, "digest") == 0 || strcmp(key, "references") == 0)
+			continue;
+		if (key[0] == 'c' && strcmp(key, "conditions") == 0) {
+			/* Kept conditions join the computed ones. */
+			struct json_object *cur = json_object_object_get(o, key);
+
+			if (cur != NULL && json_object_is_type(val, json_type_array)) {
+				for (size_t i = 0; i < json_object_array_length(val); i++)
+					json_object_array_add(cur, json_object_get(
+					    json_object_array_get_idx(val, i)));
+				continue;
+			}
+		}
+		if (json_object_deep_copy(val, &cp, NULL) != 0) {
+			json_object_put(o);
+			return KI_ENOMEM;
+		}
+		json_object_object_add(o, key, cp);
+	}
+	ki_buf_reset(st);
+	rc = api_jcs_serialize(o, st);
+	json_object_put(o);
+	return rc;
+}
+
 int
 api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *meta, const char *spec, size_t spec_len,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const char *name, const char *natkey, size_t natkey_len)
+	const char *name, const char *natkey, size_t natkey_len,
+	struct json_object *extra_status)
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
 	ki_buf metab, status, json, lblob, fblob;
@@ -281,6 +321,8 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		goto out;
 	rc = api_compute_status(txn, k, digest, refs, nrefs,
 	    k->id == API_RUN ? &pl : NULL, ctx->now(), &status);
+	if (rc == KI_OK)
+		rc = merge_status(&status, extra_status);
 	if (rc != KI_OK)
 		goto out;
 	rc = api_render(k, metab.data, metab.len, spec, spec_len, status.data,
@@ -348,12 +390,43 @@ stored_copy_make(stored_copy *c, const store_obj *o)
 	return KI_OK;
 }
 
-int
-stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c)
+/* The status members a re-render keeps: a run's verification summary;
+ * everything a Verification's controller wrote. */
+static struct json_object *
+kept_status(const stored_copy *c)
 {
-	return api_store_object(ctx, txn, c->kind, c->meta, c->spec.data,
+	struct json_object *old, *kept;
+
+	if (c->kind->id != API_RUN && c->kind->id != API_VERIFICATION)
+		return NULL;
+	if ((old = api_json_parse_len(c->status.data, c->status.len)) == NULL)
+		return NULL;
+	if (c->kind->id == API_VERIFICATION) {
+		json_object_object_del(old, "digest");
+		return old;
+	}
+	kept = json_object_new_object();
+	if (kept != NULL && json_object_object_get(old, "verification") != NULL)
+		json_object_object_add(kept, "verification", json_object_get(
+		    json_object_object_get(old, "verification")));
+	json_object_put(old);
+	return kept;
+}
+
+int
+stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
+	struct json_object *extra)
+{
+	struct json_object *kept = extra == NULL ? kept_status(c) : NULL;
+	int rc;
+
+	rc = api_store_object(ctx, txn, c->kind, c->meta, c->spec.data,
 	    c->spec.len, c->digest, (const uint8_t *)c->refs.data, c->nrefs,
-	    c->name.data, c->natkey.data, c->natkey.len);
+	    c->name.data, c->natkey.data, c->natkey.len,
+	    extra != NULL ? extra : kept);
+	if (kept != NULL)
+		json_object_put(kept);
+	return rc;
 }
 
 /* Re-renders a stored object with a fresh status, labels and the next
@@ -366,7 +439,7 @@ rerender(api_ctx *ctx, store_txn *txn, const store_obj *o)
 
 	/* o dies with the next write: only the copy is used below. */
 	if (rc == KI_OK)
-		rc = stored_copy_put(ctx, txn, &c);
+		rc = stored_copy_put(ctx, txn, &c, NULL);
 	stored_copy_free(&c);
 	return rc;
 }
@@ -476,6 +549,27 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 		api_status_details(st, d->kind->kind, d->name);
 		return KI_EINVAL;
 	}
+	if (d->kind->id == API_VERIFICATION) {
+		struct json_object *rn = json_object_object_get(
+		    json_object_object_get(d->obj, "spec"), "runName");
+		const char *run = json_object_get_string(rn);
+
+		if (run == NULL || store_get_by_name(txn, API_RUN, run, strlen(run),
+		    &o) != KI_OK) {
+			char f[96];
+
+			snprintf(f, sizeof(f), "%s%sspec.runName", d->path,
+			    *d->path ? "." : "");
+			api_status_fail(st, 422, "Invalid", "Verification \"%s\" is "
+			    "invalid: spec.runName: no BenchmarkRun \"%.253s\" is stored",
+			    d->name, run ? run : "");
+			api_status_cause(st, "FieldValueNotFound", f, "Not found: "
+			    "\"%.253s\": no BenchmarkRun of that name is stored",
+			    run ? run : "");
+			api_status_details(st, d->kind->kind, d->name);
+			return KI_EINVAL;
+		}
+	}
 	d->created = 1;
 	d->stored_name = strdup(d->name);
 	return d->stored_name ? KI_OK : KI_ENOMEM;
@@ -491,15 +585,23 @@ store_fail:
 static int
 put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
-	struct json_object *doc_meta = NULL, *meta;
+	struct json_object *doc_meta = NULL, *meta, *extra = NULL;
 	int rc;
 
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
 	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL)
 		return KI_ENOMEM;
+	if (d->kind->id == API_VERIFICATION) {
+		extra = json_object_new_object();
+		if (extra != NULL)
+			json_object_object_add(extra, "phase",
+			    json_object_new_string("Pending"));
+	}
 	rc = api_store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, d->digest, d->refs[0], d->nrefs, d->name,
-	    d->natkey.data, d->natkey.len);
+	    d->natkey.data, d->natkey.len, extra);
+	if (extra != NULL)
+		json_object_put(extra);
 	json_object_put(meta);
 	if (rc != KI_OK)
 		return rc;

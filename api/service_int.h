@@ -7,14 +7,17 @@
 
 #include "api/service.h"
 
-/* Renders and stores one object of kind k: meta (borrowed; its
+/* Renders and stores one object of kind k: extra_status (borrowed, may be
+ * NULL) holds status members the server keeps across re-renders (a
+ * Verification's outcome, a run's verification summary); meta (borrowed; its
  * resourceVersion is set here, and for runs its derived labels), the
  * canonical spec bytes, the digest and references. No input may point into
  * the map: the put invalidates it. */
 int api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *meta, const char *spec, size_t spec_len,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const char *name, const char *natkey, size_t natkey_len);
+	const char *name, const char *natkey, size_t natkey_len,
+	struct json_object *extra_status);
 
 /* What a stored object (borrowed from the map) needs to be stored again. */
 typedef struct stored_copy {
@@ -27,7 +30,10 @@ typedef struct stored_copy {
 } stored_copy;
 
 int stored_copy_make(stored_copy *c, const store_obj *o);
-int stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c);
+/* Stores c again; extra (borrowed, may be NULL) replaces the kept status
+ * members, else the stored ones are kept. */
+int stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
+	struct json_object *extra);
 void stored_copy_free(stored_copy *c);
 
 /* Fills r with the Status for a KI_* code. */

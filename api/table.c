@@ -368,7 +368,17 @@ api_table_row(ki_buf *out, const api_kind *k, const store_obj *o,
 		cell_str(out, path(spec, "runName", NULL, NULL));
 		cell_str(out, path(status, "phase", NULL, NULL));
 		cell_str(out, path(status, "verdict", NULL, NULL));
-		cell_str(out, path(status, "reference", "latencyNs", "median"));
+		{
+			double d;
+
+			if (api_json_number(path(status, "reference", "median", NULL),
+			    &d)) {
+				human(d, 0, med, sizeof(med));
+				cell_text(out, med);
+			} else {
+				cell_text(out, NULL);
+			}
+		}
 		cell_text(out, age.data);
 		break;
 	}

@@ -12,6 +12,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/router.h"
+#include "server/verifier.h"
 #include "server/watch.h"
 #include "store/store.h"
 
@@ -22,6 +23,22 @@ wall_now(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct hooks {
+	watch_hub *hub;
+	verifier *ver;
+} hooks;
+
+/* After each commit: wake the watchers and the verification controller. */
+static void
+committed(void *arg, uint64_t rv)
+{
+	hooks *h = arg;
+
+	watch_hub_notify(h->hub, rv);
+	if (h->ver != NULL)
+		verifier_notify(h->ver);
 }
 
 static void
@@ -49,6 +66,7 @@ main(int argc, char **argv)
 	store_options so;
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
+	hooks hk = { NULL, NULL };
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -141,13 +159,23 @@ main(int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
-	api.committed = watch_hub_notify;
-	api.committed_arg = hub;
+	hk.hub = hub;
+	hk.ver = NULL;
+	api.committed = committed;
+	api.committed_arg = &hk;
+	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout) !=
+	    KI_OK) {
+		log_error("cannot start the verification controller");
+		watch_hub_destroy(hub);
+		store_close(st);
+		return 1;
+	}
 	rt.api = &api;
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
+		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		store_close(st);
 		return 1;
@@ -166,6 +194,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
+	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	store_close(st);
 	log_info("stopped cleanly");

@@ -4,7 +4,8 @@
 # there, and the errors a bad request must produce.
 # Usage: verify/test-ref.sh path/to/kernelindex-ref
 set -u
-REF=${1:?usage: test-ref.sh kernelindex-ref}
+REF=${1:-${KI_REF:-}}
+[ -n "$REF" ] || { echo "usage: test-ref.sh kernelindex-ref (or KI_REF=...)"; exit 2; }
 fails=0
 
 req() {	# pass dtype backend [batch seq hidden vocab]

@@ -31,6 +31,8 @@ async function render({ source } = {}) {
   const st = state.read();
   const gen = ++generation;
   const load = loaders[st.view];
+  // Set again once the view has drawn what it was asked for.
+  delete document.documentElement.dataset.ready;
   markNav(st.view);
   if (!load) {
     live.stop();
@@ -44,12 +46,14 @@ async function render({ source } = {}) {
     if (gen !== generation) return;
     if (active && active.name === st.view && active.view.update) {
       await active.view.update(st, { source });
+      if (gen === generation) document.documentElement.dataset.ready = st.view;
       return;
     }
     if (active && active.view.unmount) active.view.unmount();
     active = { name: st.view, view };
     main.replaceChildren();
     await view.mount(main, st, { source });
+    if (gen === generation) document.documentElement.dataset.ready = st.view;
     if (source === 'navigate') {
       const h1 = main.querySelector('h1');
       if (h1) {

@@ -151,7 +151,6 @@ export async function update(st) {
   renderRuns(page, st, fac);
   renderArrived();
   performance.mark('ki-catalog-ready');
-  document.documentElement.dataset.ready = 'catalog';
   if (st.q) search(st, sel, signal);
   else els.search.hidden = true;
 
@@ -297,8 +296,11 @@ async function search(st, sel, signal) {
     results.append(runRow(r));
   };
   if (DNS.test(q)) {
+    // An exact name, asked as a field selector so that no match is an empty
+    // list rather than an error.
     try {
-      add(await api.get('benchmarkruns', q, signal));
+      const exact = await api.list('benchmarkruns', { limit: 1, fieldSelector: `metadata.name=${q}` }, signal);
+      for (const r of exact.items) if (r.metadata.name === q) add(r);
     } catch (e) {
       if (e.name === 'AbortError') return;
     }

@@ -68,7 +68,6 @@ export async function update(st) {
       h('p', 'Tick runs in the ', h('a', { href: state.href({ view: 'catalog', pick: names.join(',') }) }, 'catalog'), ' and press Compare, open a run and follow “Compare these runs”, or add runs by name below.')),
     addForm(names));
     if (names.length) root.append(h('ul', names.map((n) => h('li', h('a', { href: state.href({ view: 'run', name: n }) }, n)))));
-    document.documentElement.dataset.ready = 'compare';
     return;
   }
   put(root, ...head, notice('loading', 'Loading runs…'));
@@ -152,7 +151,6 @@ export async function update(st) {
         h('thead', h('tr', h('th', { scope: 'col' }, 'Field'), cols)),
         h('tbody', rows))),
     addForm(names));
-  document.documentElement.dataset.ready = 'compare';
 }
 
 export default { mount, update, unmount };

@@ -7,7 +7,7 @@ import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
 import { plot, style } from './plot.js';
-import { labels, figures, familyOf, title, selector } from './model.js';
+import { labels, figures, familyOf, title, selector, matches } from './model.js';
 import { int, num, unitFor, figure, ratio, tick } from './format.js';
 import { errorBox } from './widgets.js';
 
@@ -122,7 +122,8 @@ export async function update(st) {
     let total = 0;
     try {
       for await (const page of api.pages('benchmarkruns', { labelSelector: sel }, MAX_RUNS, signal)) {
-        for (const r of page.items) data.runs.set(r.metadata.name, r);
+        // A server that ignores parts of the selector must not mix kernels.
+        for (const r of page.items) if (matches(r, filters)) data.runs.set(r.metadata.name, r);
         total += page.items.length;
         data.rv = page.metadata.resourceVersion;
         data.truncated = Boolean(page.metadata.continue) && total >= MAX_RUNS;
@@ -137,7 +138,6 @@ export async function update(st) {
   }
   await draw(st, metric, pass, signal);
   if (signal.aborted) return;
-  document.documentElement.dataset.ready = 'kernel';
   performance.mark('ki-kernel-ready');
   if (data.rv) live.follow(sel, data.rv, () => { data = null; update(current); });
 }

@@ -41,7 +41,6 @@ export async function update(st) {
     h('h2', 'Content'),
     h('pre', { class: 'json', tabindex: '0' }, JSON.stringify(o, null, 2)),
     h('p', h('a', { href: state.href({ view: 'catalog' }) }, 'Back to the catalog')));
-  document.documentElement.dataset.ready = 'object';
 }
 
 export default { mount, update, unmount };

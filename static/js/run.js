@@ -194,7 +194,6 @@ function render(run, signal) {
     h('h2', 'Raw JSON'),
     h('details', { class: 'raw', open: true }, h('summary', 'The run as the API returns it'),
       h('pre', { class: 'json', tabindex: '0', 'aria-label': 'The run as the API returns it' }, JSON.stringify(run, null, 2))));
-  document.documentElement.dataset.ready = 'run';
   loadSiblings(run, siblings, signal);
 }
 

@@ -11,6 +11,9 @@
 
 #include "api/costmodel.h"
 #include "api/gpu.h"
+#ifdef KI_HAVE_LIGER
+#include "api/liger.h"
+#endif
 #include "lib/ki.h"
 
 int test_costmodel_register(void);
@@ -351,31 +354,62 @@ one_dimensional_memory_row(char **f)
 	    strcmp(f[F_KERNEL], "relu_squared") == 0);
 }
 
-/* Checks one data row; returns 1 when it claims less than its floor,
- * 0 when not, -1 when the model could not judge it (a test failure).
- * rows_override > 0 replaces the workload's "M" (rows). */
-static int
-check_row(char **f, double rows_override)
+/* The row's workload parameters: its config plus x. canonical: renamed
+ * through the importer's table (api/liger.c), the single source of truth
+ * for parameter names; else Liger's own keys, which the model also reads.
+ * rows_override > 0 replaces the rows ("M"). Caller puts the result;
+ * NULL on a config that is not a JSON object. */
+static struct json_object *
+row_params(char **f, int canonical, double rows_override)
 {
-	struct json_object *params, *dt;
+	struct json_object *cfg = json_tokener_parse(f[F_CONFIG]), *p;
+	char *end;
+
+	if (cfg == NULL || !json_object_is_type(cfg, json_type_object)) {
+		json_object_put(cfg);
+		return NULL;
+	}
+	if (!canonical) {
+		p = cfg;
+	} else {
+		p = json_object_new_object();
+		json_object_object_foreach(cfg, key, val) {
+			const char *name = key;
+#ifdef KI_HAVE_LIGER
+			name = liger_canonical_param(f[F_KERNEL], key);
+#endif
+			json_object_object_add(p, name, json_object_get(val));
+		}
+		json_object_put(cfg);
+	}
+#ifdef KI_HAVE_LIGER
+	json_object_object_add(p, canonical ?
+	    liger_canonical_param(f[F_KERNEL], f[F_XNAME]) : f[F_XNAME],
+	    json_object_new_double(strtod(f[F_XVALUE], &end)));
+#else
+	json_object_object_add(p, f[F_XNAME],
+	    json_object_new_double(strtod(f[F_XVALUE], &end)));
+#endif
+	if (rows_override > 0)
+		json_object_object_add(p, canonical ? "rows" : "M",
+		    json_object_new_double(rows_override));
+	return p;
+}
+
+/* Judges one data row with params (borrowed). Returns 1 when it claims
+ * less than its floor, 0 when not, -1 when the model could not judge it
+ * (a test failure); *floor receives the floor (ms or MB). */
+static int
+judge(char **f, struct json_object *params, int print, double *floor)
+{
+	struct json_object *dt;
 	const char *dtype = NULL;
 	const api_gpu *g;
 	api_cost c;
-	double x, y;
+	double y;
 	char *end;
-	int rc, flagged = 0;
+	int rc;
 
-	params = json_tokener_parse(f[F_CONFIG]);
-	if (params == NULL || !json_object_is_type(params, json_type_object)) {
-		printf("\n  unparsable config: %s", f[F_CONFIG]);
-		json_object_put(params);
-		return -1;
-	}
-	x = strtod(f[F_XVALUE], &end);
-	json_object_object_add(params, f[F_XNAME], json_object_new_double(x));
-	if (rows_override > 0)
-		json_object_object_add(params, "M",
-		    json_object_new_double(rows_override));
 	if (json_object_object_get_ex(params, "dtype", &dt) &&
 	    json_object_is_type(dt, json_type_string))
 		dtype = json_object_get_string(dt);
@@ -386,33 +420,58 @@ check_row(char **f, double rows_override)
 		printf("\n  unjudged %s %s %s x=%s (rc %d, missing %s, gpu %s)",
 		    f[F_KERNEL], f[F_PROVIDER], f[F_MODE], f[F_XVALUE], rc,
 		    c.missing != NULL ? c.missing : "-", f[F_GPU]);
-		json_object_put(params);
 		return -1;
 	}
 	if (strcmp(f[F_METRIC], "speed") == 0) {
-		double floor_ms = 1e3 * api_cost_floor_seconds(&c, g, NULL);
-
-		if (y > 0)
-			note_ratio(floor_ms / y, f, g->id);
-		if (y < floor_ms) {
+		*floor = 1e3 * api_cost_floor_seconds(&c, g, NULL);
+		if (print && y > 0)
+			note_ratio(*floor / y, f, g->id);
+		if (y >= *floor)
+			return 0;
+		if (print)
 			printf("\n  FLAG speed %s %s %s x=%s %s: %.4g ms < floor "
 			    "%.4g ms (%.4g B, %.4g FLOP)", f[F_KERNEL],
 			    f[F_PROVIDER], f[F_MODE], f[F_XVALUE], g->id, y,
-			    floor_ms, c.bytes, c.flops);
-			flagged = 1;
-		}
-	} else {
-		double mb = c.resident_bytes / (1024.0 * 1024.0);
-
-		if (y < mb) {
-			printf("\n  FLAG memory %s %s %s x=%s: %.6g MB < %.6g MB",
-			    f[F_KERNEL], f[F_PROVIDER], f[F_MODE], f[F_XVALUE],
-			    y, mb);
-			flagged = 1;
-		}
+			    *floor, c.bytes, c.flops);
+		return 1;
 	}
-	json_object_put(params);
-	return flagged;
+	*floor = c.resident_bytes / (1024.0 * 1024.0);
+	if (y >= *floor)
+		return 0;
+	if (print)
+		printf("\n  FLAG memory %s %s %s x=%s: %.6g MB < %.6g MB",
+		    f[F_KERNEL], f[F_PROVIDER], f[F_MODE], f[F_XVALUE], y,
+		    *floor);
+	return 1;
+}
+
+/* Checks one data row both ways (canonical names and Liger's keys), which
+ * must agree. Returns as judge(); -2 when the two disagree. */
+static int
+check_row(char **f, double rows_override, int print)
+{
+	struct json_object *a = row_params(f, 1, rows_override);
+	struct json_object *b = row_params(f, 0, rows_override);
+	double fa = 0, fb = 0;
+	int ra, rb;
+
+	if (a == NULL || b == NULL) {
+		printf("\n  unparsable config: %s", f[F_CONFIG]);
+		json_object_put(a);
+		json_object_put(b);
+		return -1;
+	}
+	ra = judge(f, a, print, &fa);
+	rb = judge(f, b, 0, &fb);
+	json_object_put(a);
+	json_object_put(b);
+	if (ra != rb || !REL_CLOSE(fa, fb)) {
+		printf("\n  canonical and Liger names disagree on %s %s %s x=%s: "
+		    "%g vs %g", f[F_KERNEL], f[F_PROVIDER], f[F_MODE],
+		    f[F_XVALUE], fa, fb);
+		return -2;
+	}
+	return ra;
 }
 
 /* All 2,448 rows through the model, each against its floor on its GPU:
@@ -464,7 +523,7 @@ test_csv_rows(void)
 			continue;
 		}
 		rows++;
-		r = check_row(f, 0);
+		r = check_row(f, 0, 1);
 		if (r < 0) {
 			unjudged++;
 			continue;
@@ -472,7 +531,7 @@ test_csv_rows(void)
 		flagged += r;
 		if (r == 1 && one_dimensional_memory_row(f)) {
 			one_d++;
-			if (check_row(f, 1) == 0)
+			if (check_row(f, 1, 0) == 0)
 				one_d_ok++;
 		}
 	}
