@@ -5,7 +5,7 @@
 import { h, put, notice, id } from './dom.js';
 import * as api from './api.js';
 import * as state from './state.js';
-import { labels, figures, digestOf, title, REF_ROLES } from './model.js';
+import { labels, figures, digestOf, reference, title, REF_ROLES } from './model.js';
 import { figure, ratio, when } from './format.js';
 import { errorBox } from './widgets.js';
 
@@ -78,8 +78,9 @@ export async function update(st) {
   got.forEach((r, i) => (r instanceof Error ? missing.push([names[i], r]) : runs.push(r)));
   if (missing.some(([, e]) => e.name === 'AbortError')) return;
   const objs = await Promise.all(runs.map((r) => Promise.all(REF_ROLES.map((role) => {
-    const d = digestOf(r, role);
-    return d ? api.object(d).then((o) => o, () => null) : Promise.resolve(null);
+    const ref = reference(r, role);
+    // Unresolved references name objects the server does not hold.
+    return ref.digest && ref.resolved !== false ? api.object(ref.digest).then((o) => o, () => null) : Promise.resolve(null);
   }))));
   if (signal.aborted) return;
 

@@ -7,7 +7,7 @@ import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
 import { plot, style } from './plot.js';
-import { labels, figures, familyOf, title, selector, matches } from './model.js';
+import { labels, figures, familyOf, title, selector, matches, reference } from './model.js';
 import { int, num, unitFor, figure, ratio, tick } from './format.js';
 import { errorBox } from './widgets.js';
 
@@ -179,7 +179,8 @@ function renderControls(st, fac, metric, pass) {
 
 /* Groups runs: family → GPU → provider → x → newest run (older ones counted). */
 async function group(runs, signal) {
-  const digests = [...new Set([...runs.values()].map((r) => r.spec && r.spec.workloadDigest).filter(Boolean))];
+  const digests = [...new Set([...runs.values()].filter((r) => reference(r, 'workload').resolved !== false)
+    .map((r) => r.spec && r.spec.workloadDigest).filter(Boolean))];
   const workloads = new Map();
   await Promise.all(digests.map((d) => api.object(d).then((w) => workloads.set(d, w), () => workloads.set(d, null))));
   if (signal && signal.aborted) return null;

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""test_features — watch streams, facets, derived labels and late-arriving
+references, plausibility, the Liger importer through the CLI, and the
+Verification controller with the reference program (CPU backend).
+
+Environment: KI_DAEMON, KI_SHARED_DIR (see kitest), KI_CLI (the kernelindex
+binary) and KI_REF (the kernelindex-ref binary)."""
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kitest  # noqa: E402
+from kitest import G, check, eq, test  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.dirname(kitest.daemon_path())
+CLI = os.environ.get('KI_CLI') or os.path.join(BUILD, 'kernelindex')
+REF = os.environ.get('KI_REF') or os.path.join(BUILD, 'kernelindex-ref')
+CSV = os.path.join(kitest.SHARED, 'data', 'liger', 'all_benchmark_data.csv')
+SEED = kitest.seed()
+SEED_RUN = SEED['run']['metadata']['name']
+
+
+class Watch:
+    """A raw watch stream read on a thread: events as parsed JSON."""
+
+    def __init__(self, d, query):
+        self.events = []
+        self.conn = http.client.HTTPConnection('127.0.0.1', d.port, timeout=30)
+        self.conn.request('GET', G + '/benchmarkprotocols?' + query)
+        self.resp = self.conn.getresponse()
+        self.status = self.resp.status
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        try:
+            while True:
+                line = self.resp.readline()
+                if not line:
+                    break
+                self.events.append(json.loads(line))
+        except Exception:  # the stream is closed under the reader: done
+            pass
+
+    def wait(self, n, timeout=10):
+        end = time.time() + timeout
+        while len(self.events) < n and time.time() < end:
+            time.sleep(0.05)
+        return self.events
+
+    def close(self):
+        try:
+            self.conn.sock.shutdown(2)
+        except OSError:
+            pass
+        self.conn.close()
+
+
+def proto(name, reps, labels=None):
+    m = {'name': name}
+    if labels:
+        m['labels'] = labels
+    return {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'BenchmarkProtocol',
+            'metadata': m, 'spec': {'measurement': {
+                'timer': 'cuda_events', 'primaryStatistic': 'median',
+                'repetitions': reps}}}
+
+
+@test
+def watch_replays_then_streams_in_order_with_selectors():
+    d = kitest.Daemon(sync=False).start()
+    eq(d.post(G + '/benchmarkprotocols', proto('w0', 100)).status, 201, 'w0')
+    rv = d.list_rv('benchmarkprotocols')
+    w = Watch(d, 'watch=true&resourceVersion=%s&labelSelector=team%%3Da' % rv)
+    wall = Watch(d, 'watch=true')
+    eq(w.status, 200, 'watch status')
+    for i in range(1, 6):
+        eq(d.post(G + '/benchmarkprotocols',
+                  proto('w%d' % i, i, {'team': 'a' if i % 2 else 'b'})).status,
+           201, 'w%d' % i)
+    eq(d.delete(G + '/benchmarkprotocols/w1').status, 200, 'delete w1')
+    ev = w.wait(4)
+    eq([(e['type'], e['object']['metadata']['name']) for e in ev],
+       [('ADDED', 'w1'), ('ADDED', 'w3'), ('ADDED', 'w5'), ('DELETED', 'w1')],
+       'selected events in order')
+    rvs = [int(e['object']['metadata']['resourceVersion']) for e in ev]
+    eq(rvs, sorted(rvs), 'resourceVersions increase')
+    allev = wall.wait(7)
+    eq([e['type'] for e in allev][:1], ['ADDED'], 'initial ADDED for w0')
+    eq(len(allev), 7, 'w0 + 5 added + 1 deleted')
+    w.close()
+    wall.close()
+    # A Table watch: one-row Tables.
+    c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=10)
+    c.request('GET', G + '/benchmarkprotocols?watch=true&resourceVersion=0',
+              headers={'Accept': 'application/json;as=Table;v=v1;'
+                                 'g=meta.k8s.io,application/json'})
+    r = c.getresponse()
+    first = json.loads(r.readline())
+    eq(first['object']['kind'], 'Table', 'Table event')
+    eq(len(first['object']['rows']), 1, 'one row')
+    c.close()
+
+
+@test
+def watch_from_a_trimmed_resource_version_is_410():
+    d = kitest.Daemon(sync=False, args=['--history', '100']).start()
+    for i in range(130):
+        eq(d.post(G + '/benchmarkprotocols', proto('h%d' % i, i)).status, 201,
+           'h%d' % i)
+    w = Watch(d, 'watch=true&resourceVersion=5')
+    ev = w.wait(1)
+    eq(ev[0]['type'], 'ERROR', 'an ERROR event')
+    eq((ev[0]['object']['code'], ev[0]['object']['reason']), (410, 'Expired'),
+       'the Status')
+    w.close()
+    # Within the history: replayed.
+    w = Watch(d, 'watch=true&resourceVersion=120')
+    eq(len(w.wait(10)), 10, 'events 121..130')
+    w.close()
+    # timeoutSeconds ends the stream by itself; bookmarks only when asked.
+    t0 = time.time()
+    r = d.get(G + '/benchmarkprotocols?watch=true&resourceVersion=130'
+              '&timeoutSeconds=1')
+    check(time.time() - t0 < 8, 'the stream ended after its timeout')
+    eq(r.status, 200, 'status')
+    check(b'BOOKMARK' not in r.body, 'no bookmark unasked')
+
+
+@test
+def late_references_resolve_and_relabel_the_run():
+    d = kitest.Daemon(sync=False).start()
+    b = kitest.deepcopy(SEED)
+    wl = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Workload',
+          'metadata': {'name': 'emb-wl'},
+          'spec': {'kernel': 'embedding', 'pass': 'full', 'dtype': 'bfloat16',
+                   'parameters': {'batch': 8, 'seq': 2048, 'hidden': 4096,
+                                  'vocab': 131072}, 'sweep': 'vocab'}}
+    r = d.post(G + '/workloads?dryRun=All', wl)
+    eq(r.status, 201, 'dry run')
+    digest = r.json()['status']['digest']
+    b['run']['spec']['workloadDigest'] = digest
+    b['run']['metadata']['name'] = 'late'
+    b['run']['spec']['sourceNative']['externalId'] += '-late'
+    eq(d.post(G + '/benchmarkruns', b).status, 201, 'bundle')
+    run = d.get(G + '/benchmarkruns/late').json()
+    eq(run['status']['references']['workload']['resolved'], False, 'before')
+    eq(run['metadata']['labels']['dtype'], 'float32', 'dtype from sourceNative')
+    rv = int(run['metadata']['resourceVersion'])
+    eq(d.post(G + '/workloads', wl).status, 201, 'the workload arrives')
+    run = d.get(G + '/benchmarkruns/late').json()
+    eq(run['status']['references']['workload'],
+       {'digest': digest, 'name': 'emb-wl', 'resolved': True}, 'after')
+    eq(run['metadata']['labels']['dtype'], 'bfloat16', 'dtype from the workload')
+    check(int(run['metadata']['resourceVersion']) > rv, 'a new rv')
+    eq(run['spec']['workloadDigest'], digest, 'spec unchanged')
+    # Deleting it makes the run unresolved again.
+    eq(d.delete(G + '/workloads/emb-wl').status, 200, 'delete')
+    run = d.get(G + '/benchmarkruns/late').json()
+    eq(run['status']['references']['workload']['resolved'], False, 'again')
+
+
+@test
+def plausibility_floor_verdict_and_label():
+    d = kitest.Daemon(sync=False).start()
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'seed')
+    st = d.get(G + '/benchmarkruns/' + SEED_RUN).json()['status']
+    p = st['plausibility']
+    eq(p['verdict'], 'Plausible', 'seed verdict')
+    eq(p['gpu'], 'a100-sxm4-80gb', 'GPU row')
+    check(p['derivedWorkload'] is True, 'workload from sourceNative')
+    check(0 < p['floorNs'] < 7489376, 'floor below the claim: %s' % p)
+    check(abs(p['achievedFraction'] - p['floorNs'] / 7489376) < 1e-9,
+          'fraction = floor / claim')
+    conds = {c['type']: c for c in st['conditions']}
+    eq(conds['Plausible']['status'], 'True', 'condition')
+    # The same run claiming 1 microsecond: faster than physics.
+    b = kitest.deepcopy(SEED)
+    b['run']['metadata']['name'] = 'too-fast'
+    r = b['run']['spec']
+    r['sourceNative']['externalId'] += '-fast'
+    r['timing']['latencyNs']['median'] = 1000
+    r['measurements'] = [m for m in r['measurements'] if m['statistic'] != 'p80']
+    r['measurements'][0]['value'] = 900
+    r['sourceNative']['metrics'] = {'ms_50': 0.001, 'ms_20': 0.0009}
+    eq(d.post(G + '/benchmarkruns', b).status, 201, 'too-fast')
+    st = d.get(G + '/benchmarkruns/too-fast').json()['status']
+    eq(st['plausibility']['verdict'], 'Implausible', 'verdict')
+    conds = {c['type']: c for c in st['conditions']}
+    eq((conds['Plausible']['status'], conds['Plausible']['reason']),
+       ('False', 'FasterThanPhysicalLimit'), 'condition')
+    names = [i['metadata']['name'] for i in d.get(
+        G + '/benchmarkruns?labelSelector=verdict%3Dimplausible').json()['items']]
+    eq(names, ['too-fast'], 'selected by verdict')
+
+
+@test
+def liger_import_facets_and_reimport():
+    d = kitest.Daemon(sync=False).start()
+    p = subprocess.run([CLI, '--server', 'http://127.0.0.1:%d' % d.port,
+                        'import', 'liger', CSV], capture_output=True, text=True,
+                       timeout=300)
+    eq(p.returncode, 0, 'import rc: ' + p.stderr)
+    check('2448 created' in p.stdout + p.stderr, p.stdout + p.stderr)
+    f = d.get(G + '/facets').json()
+    eq(f['total'], 2448, 'total')
+    eq(f['labels']['metric'], {'latency': 1649, 'peak_memory': 799}, 'metrics')
+    eq(sum(f['labels']['pass'].values()), 2448, 'passes')
+    eq(f['labels']['kernel']['embedding'], 144, 'embedding rows')
+    eq(f['labels']['gpu']['a100-sxm4-80gb'], 594, 'A100 rows')
+    eq(sum(c['count'] for c in f['combinations']), 2448, 'combinations')
+    # The same counts through a selector (scan path) and the index path.
+    fs = d.get(G + '/facets?labelSelector=kernel%3Dembedding').json()
+    eq(fs['total'], 144, 'facets under a selector')
+    items = d.get(G + '/benchmarkruns?labelSelector=kernel%3Dembedding'
+                  '&limit=1000').json()['items']
+    eq(len(items), 144, 'list by label')
+    # Paging through the label index visits each once.
+    seen, cont = [], ''
+    while True:
+        r = d.get(G + '/benchmarkruns?labelSelector=kernel%3Dembedding'
+                  '&limit=50' + ('&continue=' + cont if cont else '')).json()
+        seen += [i['metadata']['name'] for i in r['items']]
+        cont = r['metadata'].get('continue')
+        if not cont:
+            break
+    eq(len(seen), 144, 'pages')
+    eq(len(set(seen)), 144, 'no repeats')
+    p = subprocess.run([CLI, '--server', 'http://127.0.0.1:%d' % d.port,
+                        'import', 'liger', CSV], capture_output=True, text=True,
+                       timeout=300)
+    eq(p.returncode, 0, 'reimport rc')
+    check('2448 unchanged' in p.stdout + p.stderr, p.stdout + p.stderr)
+    eq(d.get(G + '/facets').json()['total'], 2448, 'still 2448')
+
+
+def wait_phase(d, name, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        st = d.get(G + '/verifications/' + name).json().get('status', {})
+        if st.get('phase') in ('Succeeded', 'Failed'):
+            return st
+        time.sleep(0.2)
+    raise kitest.TestFailure('verification %s did not finish' % name)
+
+
+def verification(name, run):
+    return {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Verification',
+            'metadata': {'name': name}, 'spec': {'runName': run}}
+
+
+@test
+def verification_runs_the_reference_program():
+    d = kitest.Daemon(sync=False, args=['--ref-program', REF]).start()
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'seed')
+    r = d.post(G + '/verifications', verification('v1', SEED_RUN))
+    eq(r.status, 201, 'create')
+    eq(r.json()['status']['phase'], 'Pending', 'queued')
+    st = wait_phase(d, 'v1')
+    eq(st['phase'], 'Succeeded', 'phase: %s' % st)
+    res = st['result']
+    eq(res['backend'], 'cpu', 'no GPU here: the CPU backend')
+    check(res['correct'] is True and res['maxRelError'] <= res['tolerance'],
+          'checked against float64: %s' % res)
+    check(res['checkedOutputs'] > 0, 'outputs compared')
+    lat = st['reference']
+    check(0 < lat['p20'] <= lat['median'] <= lat['p80'], 'quantiles %s' % lat)
+    eq(st['verdict'], 'NotComparable', 'a scaled CPU run is not a figure')
+    conds = {c['type']: c['status'] for c in st['conditions']}
+    eq(conds, {'Complete': 'True', 'Verified': 'False'}, 'conditions')
+    run = d.get(G + '/benchmarkruns/' + SEED_RUN).json()
+    eq(run['status']['verification']['name'], 'v1', 'mirrored on the run')
+    eq(run['status']['verification']['verdict'], 'NotComparable', 'verdict')
+    r = d.post(G + '/verifications', verification('v2', 'no-such-run'))
+    eq(r.status, 422, 'a verification of a missing run')
+    eq(kitest.cause_fields(r.json()), ['spec.runName'], 'the field')
+
+
+@test
+def a_crashing_or_hanging_reference_fails_only_that_verification():
+    tmp = kitest.tempdir('kitest-ref-')
+    crash = os.path.join(tmp, 'crash.sh')
+    hang = os.path.join(tmp, 'hang.sh')
+    with open(crash, 'w') as f:
+        f.write('#!/bin/sh\ncat >/dev/null\nkill -SEGV $$\n')
+    with open(hang, 'w') as f:
+        f.write('#!/bin/sh\nsleep 600 &\nsleep 600\n')
+    os.chmod(crash, 0o755)
+    os.chmod(hang, 0o755)
+    for prog, want in [(crash, 'signal'), (hang, 'killed')]:
+        d = kitest.Daemon(sync=False, args=['--ref-program', prog,
+                                            '--ref-timeout', '2']).start()
+        eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'seed')
+        eq(d.post(G + '/verifications', verification('bad', SEED_RUN)).status,
+           201, 'create')
+        st = wait_phase(d, 'bad', timeout=30)
+        eq(st['phase'], 'Failed', 'phase')
+        check(want in st['message'], 'message: %s' % st['message'])
+        eq(d.get('/healthz').status, 200, 'the daemon is fine')
+        d.stop()
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())
