@@ -84,6 +84,7 @@ main(void)
 		test_jcs_register,
 		test_store_register,
 		test_api_register,
+		test_labels_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
 #endif

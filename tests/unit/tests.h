@@ -6,6 +6,7 @@
 int test_jcs_register(void);
 int test_store_register(void);
 int test_api_register(void);
+int test_labels_register(void);
 int test_liger_register(void);
 int test_gpu_register(void);
 int test_costmodel_register(void);
