@@ -149,6 +149,8 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		}
 		goto out;
 	}
+	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+		goto out;
 	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
 	if (precondition != NULL && *precondition != '\0' &&
 	    strcmp(precondition, rvs) != 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/jcs.h"
+#include "api/auth.h"
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/plausible.h"
@@ -877,8 +878,27 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		goto out;
 	}
 	for (size_t i = 0; i < u.n; i++) {
-		unknown_fields(&u.els[i], opt, r);
-		any_failed |= u.els[i].failed;
+		element *e = &u.els[i];
+
+		unknown_fields(e, opt, r);
+		/* What the token may write: names under its prefix, runs of its
+		 * source. */
+		for (size_t j = 0; opt->who != NULL && !e->failed && j < e->ndocs;
+		    j++) {
+			api_doc *d = &e->docs[j];
+			const char *src = NULL;
+
+			if (d->kind->id == API_RUN)
+				src = json_object_get_string(json_object_object_get(
+				    json_object_object_get(json_object_object_get(d->obj,
+				    "spec"), "sourceNative"), "source"));
+			if (!api_may_write_object(opt->who, d->name,
+			    d->kind->id == API_RUN ? (src ? src : "") : NULL, &e->st)) {
+				api_status_details(&e->st, d->kind->kind, d->name);
+				e->failed = 1;
+			}
+		}
+		any_failed |= e->failed;
 	}
 	if (u.n == 0) {
 		api_status_fail(&st, 400, "BadRequest", "the upload holds no "
@@ -1485,6 +1505,30 @@ out:
 
 /* ---- delete ---- */
 
+int
+api_may_write_stored(const struct api_principal *who, const store_obj *o,
+	api_resp *r)
+{
+	char name[STORE_MAX_NAME + 1], src[257] = "";
+	api_status st;
+	int ok;
+
+	snprintf(name, sizeof(name), "%.*s", (int)o->name_len, o->name);
+	if (o->natkey != NULL) {
+		const char *us = memchr(o->natkey, '\x1f', o->natkey_len);
+
+		snprintf(src, sizeof(src), "%.*s",
+		    (int)(us ? (size_t)(us - o->natkey) : o->natkey_len), o->natkey);
+	}
+	api_status_init(&st);
+	ok = api_may_write_object(who, name, o->kind == API_RUN ? src : NULL,
+	    &st);
+	if (!ok)
+		api_resp_status(r, &st);
+	api_status_free(&st);
+	return ok;
+}
+
 void
 api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	const api_write_opts *opt, api_resp *r)
@@ -1515,6 +1559,8 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		api_fail_rc(r, rc, "reading the object");
 		goto out;
 	}
+	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+		goto out;
 	/* The final state carries the deleting resourceVersion, as in
 	 * Kubernetes, for the DELETED event and the answer. */
 	ki_buf_append(&metab, o.json + o.meta_off, o.meta_len);

@@ -43,7 +43,10 @@ void api_resp_status(api_resp *r, const api_status *st);
 void api_resp_warn(api_resp *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+struct api_principal;
+
 typedef struct api_write_opts {
+	const struct api_principal *who;  /* NULL: no restriction */
 	int dry_run;                /* dryRun=All */
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */

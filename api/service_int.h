@@ -36,6 +36,11 @@ int stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
 	struct json_object *extra);
 void stored_copy_free(stored_copy *c);
 
+/* May who change the stored object o? Fills r (403) when not. */
+struct api_principal;
+int api_may_write_stored(const struct api_principal *who, const store_obj *o,
+	api_resp *r);
+
 /* Fills r with the Status for a KI_* code. */
 void api_fail_rc(api_resp *r, int rc, const char *what);
 

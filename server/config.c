@@ -68,6 +68,12 @@ static const opt opts[] = {
 	  "concurrent connections from one address (0: no limit)" },
 	{ "connection-timeout", T_INT, F(connection_timeout), 0, "60", 1, 86400,
 	  "seconds an idle connection is kept" },
+	{ "tls-cert", T_STRING, F(tls_cert), sizeof(((ki_config *)0)->tls_cert),
+	  "", 0, 0, "PEM certificate (chain): serve HTTPS (with tls-key)" },
+	{ "tls-key", T_STRING, F(tls_key), sizeof(((ki_config *)0)->tls_key),
+	  "", 0, 0, "PEM private key of tls-cert" },
+	{ "anonymous-reads", T_BOOL, F(anonymous_reads), 0, "true", 0, 1,
+	  "reads need no token (false: every read needs a reader token)" },
 	{ "ref-program", T_STRING, F(ref_program),
 	  sizeof(((ki_config *)0)->ref_program), KI_REF_PROGRAM, 0, 0,
 	  "the reference-kernel program verifications run" },
@@ -301,6 +307,10 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 	}
 	if (cfg->data_dir[0] == '\0') {
 		snprintf(err, errlen, "data-dir: must not be empty");
+		return -1;
+	}
+	if ((cfg->tls_cert[0] == '\0') != (cfg->tls_key[0] == '\0')) {
+		snprintf(err, errlen, "tls-cert and tls-key go together");
 		return -1;
 	}
 	if (cfg->max_body > cfg->max_bulk_body) {

@@ -27,6 +27,9 @@ typedef struct ki_config {
 	int max_connections;
 	int max_per_ip;
 	int connection_timeout;
+	int anonymous_reads;
+	char tls_cert[1024];
+	char tls_key[1024];
 	char ref_program[1024];
 	int ref_timeout;
 } ki_config;

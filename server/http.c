@@ -12,13 +12,37 @@
 #include <unistd.h>
 
 #include "lib/log.h"
+#include <openssl/crypto.h>
+#include <stdio.h>
 
 struct http_server {
 	struct MHD_Daemon *d;
 	router *rt;
 	watch_hub *hub;
 	unsigned port;
+	ki_buf cert, key;          /* PEM, kept for the daemon's life */
 };
+
+/* Reads a whole PEM file into b (NUL-terminated). */
+static int
+read_pem(const char *path, ki_buf *b)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[4096];
+	size_t n;
+
+	if (f == NULL)
+		return KI_EIO;
+	b->limit = 1u << 20;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (ki_buf_append(b, chunk, n) != KI_OK) {
+			fclose(f);
+			return KI_ELIMIT;
+		}
+	}
+	fclose(f);
+	return b->len > 0 ? KI_OK : KI_EIO;
+}
 
 typedef struct req_ctx {
 	uint64_t start_us;
@@ -333,6 +357,7 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	    MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
 	http_server *s;
 	const union MHD_DaemonInfo *di;
+	struct MHD_OptionItem tls[3] = { { MHD_OPTION_END, 0, NULL } };
 
 	*out = NULL;
 	memset(&ss, 0, sizeof(ss));
@@ -368,7 +393,26 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 		return KI_ENOMEM;
 	s->rt = rt;
 	s->hub = hub;
+	ki_buf_init(&s->cert);
+	ki_buf_init(&s->key);
+	if (cfg->tls_cert[0] != '\0') {
+		if (read_pem(cfg->tls_cert, &s->cert) != KI_OK ||
+		    read_pem(cfg->tls_key, &s->key) != KI_OK) {
+			log_error("cannot read the TLS certificate or key");
+			ki_buf_free(&s->cert);
+			ki_buf_free(&s->key);
+			free(s);
+			return KI_EIO;
+		}
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0,
+			s->cert.data };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0,
+			s->key.data };
+		tls[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	}
 	s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, s,
+	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
@@ -379,6 +423,8 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
+		ki_buf_free(&s->cert);
+		ki_buf_free(&s->key);
 		free(s);
 		return KI_EIO;
 	}
@@ -413,5 +459,9 @@ http_stop(http_server *s)
 	MHD_stop_daemon(s->d);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
+	ki_buf_free(&s->cert);
+	if (s->key.data != NULL)
+		OPENSSL_cleanse(s->key.data, s->key.len);
+	ki_buf_free(&s->key);
 	free(s);
 }

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/auth.h"
 #include "api/service.h"
+#include <openssl/crypto.h>
 #include "lib/log.h"
 #include "server/config.h"
 #include "server/http.h"
@@ -41,6 +43,88 @@ committed(void *arg, uint64_t rv)
 		verifier_notify(h->ver);
 }
 
+/* kernelindexd [options] token create|list|revoke …: manages tokens in the
+ * store of --data-dir, while the daemon runs or not. */
+static int
+token_command(const ki_config *cfg, int argc, char **argv)
+{
+	const char *role = NULL, *source = NULL, *prefix = NULL, *desc = NULL;
+	store_options so;
+	store *st = NULL;
+	int rc;
+
+	if (argc < 1) {
+		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] token create "
+		    "--role reader|writer|admin [--source S] [--prefix P] "
+		    "[--description D] | token list | token revoke ID\n");
+		return 2;
+	}
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--role") == 0)
+			role = argv[i + 1];
+		else if (strcmp(argv[i], "--source") == 0)
+			source = argv[i + 1];
+		else if (strcmp(argv[i], "--prefix") == 0)
+			prefix = argv[i + 1];
+		else if (strcmp(argv[i], "--description") == 0)
+			desc = argv[i + 1];
+		else if (strcmp(argv[0], "revoke") != 0) {
+			fprintf(stderr, "kernelindexd token: unknown option %s\n",
+			    argv[i]);
+			return 2;
+		}
+	}
+	memset(&so, 0, sizeof(so));
+	so.map_size = cfg->map_size;
+	so.history = cfg->history;
+	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
+		    cfg->data_dir, ki_strerror(rc));
+		return 1;
+	}
+	if (strcmp(argv[0], "create") == 0) {
+		char secret[64], id[16];
+
+		if (api_role_parse(role) == API_ROLE_NONE) {
+			fprintf(stderr, "kernelindexd token create: --role must be "
+			    "reader, writer or admin\n");
+			rc = KI_EINVAL;
+		} else {
+			rc = api_token_create(st, api_role_parse(role), source, prefix,
+			    desc, wall_now(), secret, id);
+		}
+		if (rc == KI_OK) {
+			/* The only time the secret is shown. */
+			printf("%s\n", secret);
+			fprintf(stderr, "token %s (%s%s%s%s%s) created; it is shown "
+			    "once\n", id, role, source ? ", source " : "",
+			    source ? source : "", prefix ? ", prefix " : "",
+			    prefix ? prefix : "");
+			OPENSSL_cleanse(secret, sizeof(secret));
+		}
+	} else if (strcmp(argv[0], "list") == 0) {
+		ki_buf b;
+
+		ki_buf_init(&b);
+		rc = api_token_list(st, &b);
+		if (rc == KI_OK)
+			printf("%s\n", b.data);
+		ki_buf_free(&b);
+	} else if (strcmp(argv[0], "revoke") == 0 && argc == 2) {
+		rc = api_token_revoke(st, argv[1]);
+		if (rc == KI_OK)
+			fprintf(stderr, "token %s revoked\n", argv[1]);
+	} else {
+		fprintf(stderr, "kernelindexd token: create, list or revoke ID\n");
+		store_close(st);
+		return 2;
+	}
+	store_close(st);
+	if (rc != KI_OK && rc != KI_EINVAL)
+		fprintf(stderr, "kernelindexd token: %s\n", ki_strerror(rc));
+	return rc == KI_OK ? 0 : 1;
+}
+
 static void
 usage(FILE *out)
 {
@@ -61,7 +145,8 @@ main(int argc, char **argv)
 	ki_limits lim;
 	char err[512];
 	const char *config = NULL;
-	int check = 0, sig, rc = 1;
+	int check = 0, sig, rc = 1, sub = 0, sub_argc = 0;
+	char **sub_argv = NULL;
 	store *st = NULL;
 	store_options so;
 	http_server *hs = NULL;
@@ -76,6 +161,20 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
+		else if (strcmp(argv[i], "token") == 0) {
+			/* Options before "token" are the daemon's; the rest is the
+			 * subcommand's. */
+			sub = i;
+			break;
+		} else if (strncmp(argv[i], "--", 2) == 0 && i + 1 < argc &&
+		    strchr(argv[i], '=') == NULL && strcmp(argv[i], "--check") != 0 &&
+		    strcmp(argv[i], "--help") != 0 && strcmp(argv[i], "--version") != 0)
+			i++;
+	}
+	if (sub > 0) {
+		sub_argc = argc - sub - 1;
+		sub_argv = argv + sub + 1;
+		argc = sub;
 	}
 	if (config != NULL && cfg_load(&cfg, config, err, sizeof(err)) != 0) {
 		fprintf(stderr, "kernelindexd: %s\n", err);
@@ -128,6 +227,8 @@ main(int argc, char **argv)
 		printf("configuration ok\n");
 		return 0;
 	}
+	if (sub > 0)
+		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));
 
 	/* Block the signals before any thread starts, so that only sigwait()
@@ -173,6 +274,7 @@ main(int argc, char **argv)
 	rt.api = &api;
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
+	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
 		verifier_stop(hk.ver);
@@ -183,8 +285,22 @@ main(int argc, char **argv)
 	log_info("kernelindexd %s listening on %s (port %u), store %s%s",
 	    PACKAGE_VERSION, cfg.listen, http_port(hs), cfg.data_dir,
 	    cfg.sync ? "" : " (sync off: a crash can lose acknowledged writes)");
-	log_info("no tokens are configured: writes are accepted from loopback "
-	    "clients only");
+	{
+		store_txn *t;
+		uint64_t ntok = 0;
+
+		if (store_begin(st, 0, &t) == KI_OK) {
+			store_token_count(t, &ntok);
+			store_abort(t);
+		}
+		if (ntok == 0)
+			log_info("no tokens are configured: writes are accepted from "
+			    "loopback clients only");
+		else
+			log_info("%llu token(s) configured: every write needs one; "
+			    "reads %s", (unsigned long long)ntok, cfg.anonymous_reads ?
+			    "are open" : "need a reader token");
+	}
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;

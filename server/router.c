@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/auth.h"
+#include "api/object.h"
+#include <openssl/crypto.h>
 #include "api/kinds.h"
 #include "api/table.h"
 #include "store/store.h"
@@ -37,6 +40,9 @@ fail(api_resp *r, int code, const char *reason, const char *fmt, ...)
 	api_status_free(&st);
 	ki_buf_free(&msg);
 }
+
+/* The caller of the request being routed (one request per thread). */
+static _Thread_local api_principal who;
 
 static void
 not_found(api_resp *r)
@@ -93,6 +99,7 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 	const char *atomic = req->arg(req->cls, "atomic");
 
 	memset(o, 0, sizeof(*o));
+	o->who = &who;
 	if (dry != NULL && *dry != '\0') {
 		if (strcmp(dry, "All") != 0) {
 			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
@@ -127,12 +134,16 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 static int
 writes_allowed(const http_req *req, api_resp *r)
 {
-	/* No token store yet: writes only from this host, so a daemon that
-	 * listens on a public address cannot be written by strangers. */
-	if (req->loopback)
+	api_status st;
+
+	(void)req;
+	api_status_init(&st);
+	if (api_may_write(&who, &st)) {
+		api_status_free(&st);
 		return 1;
-	fail(r, 403, "Forbidden", "writes are accepted from loopback clients "
-	    "only while no token is configured");
+	}
+	api_resp_status(r, &st);
+	api_status_free(&st);
 	return 0;
 }
 
@@ -516,6 +527,84 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	r->code = 200;
 }
 
+/* /admin/tokens (GET list, POST create) and /admin/tokens/ID (DELETE):
+ * admins only. The secret is in the create answer and nowhere else. */
+static void
+admin_tokens(router *rt, const http_req *req, const char *rest,
+	api_resp *r)
+{
+	if (who.role < API_ROLE_ADMIN && !(!who.tokens_exist && who.loopback &&
+	    !who.token)) {
+		fail(r, who.token ? 403 : 401, who.token ? "Forbidden" :
+		    "Unauthorized", "managing tokens needs an admin token");
+		return;
+	}
+	if (*rest == '\0' && strcmp(req->method, "GET") == 0) {
+		int rc = api_token_list(rt->api->st, &r->body);
+
+		if (rc != KI_OK)
+			fail(r, 500, "InternalError", "listing tokens: %s",
+			    ki_strerror(rc));
+		else
+			r->code = 200;
+		return;
+	}
+	if (*rest == '\0' && strcmp(req->method, "POST") == 0) {
+		struct json_object *o = NULL;
+		api_status st;
+		char secret[64], id[16];
+		int role, rc;
+
+		api_status_init(&st);
+		if (api_json_parse(req->body, req->body_len, 8, &o, &st) != KI_OK) {
+			api_resp_status(r, &st);
+			api_status_free(&st);
+			return;
+		}
+		api_status_free(&st);
+		role = api_role_parse(json_object_get_string(
+		    json_object_object_get(o, "role")));
+		if (role == API_ROLE_NONE) {
+			json_object_put(o);
+			fail(r, 422, "Invalid", "role: must be reader, writer or admin");
+			return;
+		}
+		rc = api_token_create(rt->api->st, role, json_object_get_string(
+		    json_object_object_get(o, "source")), json_object_get_string(
+		    json_object_object_get(o, "prefix")), json_object_get_string(
+		    json_object_object_get(o, "description")), rt->api->now(),
+		    secret, id);
+		json_object_put(o);
+		if (rc != KI_OK) {
+			fail(r, 500, "InternalError", "creating the token: %s",
+			    ki_strerror(rc));
+			return;
+		}
+		ki_buf_printf(&r->body, "{\"kind\":\"Token\",\"apiVersion\":"
+		    "\"kernelindex.dev/v1alpha1\",\"id\":\"%s\",\"role\":\"%s\","
+		    "\"token\":\"%s\"}", id, api_role_name(role), secret);
+		OPENSSL_cleanse(secret, sizeof(secret));
+		r->cache_control = "no-store";
+		r->code = 201;
+		return;
+	}
+	if (rest[0] == '/' && strcmp(req->method, "DELETE") == 0) {
+		int rc = api_token_revoke(rt->api->st, rest + 1);
+
+		if (rc == KI_ENOTFOUND)
+			fail(r, 404, "NotFound", "no token with id \"%.16s\"", rest + 1);
+		else if (rc != KI_OK)
+			fail(r, 500, "InternalError", "revoking: %s", ki_strerror(rc));
+		else {
+			ki_buf_puts(&r->body, "{\"kind\":\"Status\",\"apiVersion\":"
+			    "\"v1\",\"metadata\":{},\"status\":\"Success\",\"code\":200}");
+			r->code = 200;
+		}
+		return;
+	}
+	method_not_allowed(r, req->method);
+}
+
 void
 router_dispatch(router *rt, const http_req *in, api_resp *r,
 	watch_params **watch)
@@ -529,6 +618,31 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		head = *in;
 		head.method = "GET";
 		req = &head;
+	}
+	{
+		api_status st;
+		int rc;
+
+		api_status_init(&st);
+		rc = api_authenticate(rt->api->st, req->header(req->cls,
+		    "Authorization"), req->loopback, &who, &st);
+		if (rc != KI_OK) {
+			api_resp_status(r, &st);
+			api_status_free(&st);
+			return;
+		}
+		api_status_free(&st);
+	}
+	if (strcmp(p, "/healthz") != 0 && strcmp(p, "/livez") != 0 &&
+	    strcmp(p, "/readyz") != 0 && strcmp(p, "/version") != 0 &&
+	    !rt->anonymous_reads && who.role < API_ROLE_READER) {
+		fail(r, 401, "Unauthorized", "this server needs a bearer token for "
+		    "reads (anonymous reads are off)");
+		return;
+	}
+	if (strncmp(p, "/admin/tokens", 13) == 0) {
+		admin_tokens(rt, req, p + 13, r);
+		return;
 	}
 	size_t plen = strlen(API_PREFIX);
 

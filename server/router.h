@@ -34,6 +34,7 @@ typedef struct router {
 	api_ctx *api;
 	const char *static_dir;
 	server_metrics *metrics;
+	int anonymous_reads;        /* reads need no token */
 } router;
 
 /* Fills r for req. r must be initialised (api_resp_init). For a watch,

@@ -10,6 +10,7 @@
  *   events   rv (u64 big-endian) -> event type byte + record
  *   labels   kind byte + key NUL value NUL name -> seq (label index)
  *   facets   kind byte + facet text -> u64 count
+ *   tokens   SHA-256 of a token -> its JSON description
  * The big values live under ascending keys; the random 32-byte digests only
  * key small tables, which keeps inserts fast (digest keys on big values
  * were measured 4-6x slower).
@@ -37,7 +38,7 @@
 struct store {
 	MDB_env *env;
 	MDB_dbi meta, objects, names, digests, natkeys, refs, events, labels,
-	    facets;
+	    facets, tokens;
 	uint64_t history;
 	int nosync;
 };
@@ -122,7 +123,8 @@ store_open(store **out, const char *dir, const store_options *opt)
 	         MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &s->refs)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "events", MDB_CREATE, &s->events)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "labels", MDB_CREATE, &s->labels)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "facets", MDB_CREATE, &s->facets)) != 0)
+	    (rc = mdb_dbi_open(txn, "facets", MDB_CREATE, &s->facets)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "tokens", MDB_CREATE, &s->tokens)) != 0)
 		goto fail;
 	if ((rc = mdb_txn_commit(txn)) != 0) {
 		txn = NULL;
@@ -938,4 +940,72 @@ store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
 out:
 	mdb_cursor_close(c);
 	return rc;
+}
+
+int
+store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char *value, size_t len)
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
+	MDB_val v = { len, (void *)(uintptr_t)value };
+
+	if (!t->write)
+		return KI_EINVAL;
+	t->dirty = 1;
+	return map_rc(mdb_put(t->txn, t->s->tokens, &k, &v, 0));
+}
+
+int
+store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char **value, size_t *len)
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash }, v;
+	int rc = mdb_get(t->txn, t->s->tokens, &k, &v);
+
+	if (rc != 0)
+		return map_rc(rc);
+	*value = v.mv_data;
+	*len = v.mv_size;
+	return KI_OK;
+}
+
+int
+store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
+
+	if (!t->write)
+		return KI_EINVAL;
+	t->dirty = 1;
+	return map_rc(mdb_del(t->txn, t->s->tokens, &k, NULL));
+}
+
+int
+store_token_list(store_txn *t, store_token_fn fn, void *arg)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t->txn, t->s->tokens, &c)) != 0)
+		return map_rc(rc);
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (k.mv_size == STORE_DIGEST_LEN &&
+		    (rc = fn(arg, k.mv_data, v.mv_data, v.mv_size)) != 0)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND || rc == 0 ? KI_OK : rc > 0 ? map_rc(rc) : rc;
+}
+
+int
+store_token_count(store_txn *t, uint64_t *out)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->s->tokens, &st);
+
+	*out = rc == 0 ? st.ms_entries : 0;
+	return map_rc(rc);
 }

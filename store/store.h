@@ -154,6 +154,20 @@ typedef int (*store_event_fn)(void *arg, int type, const store_obj *o);
 int store_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
 	void *arg);
 
+/* Access tokens, keyed by the SHA-256 of the secret (the secret itself is
+ * never stored). value is the token's JSON description. */
+int store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char *value, size_t len);
+/* Borrowed value, valid until the transaction ends. */
+int store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char **value, size_t *len);
+int store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN]);
+typedef int (*store_token_fn)(void *arg, const uint8_t *hash,
+	const char *value, size_t len);
+int store_token_list(store_txn *t, store_token_fn fn, void *arg);
+/* Number of tokens (0: none configured). */
+int store_token_count(store_txn *t, uint64_t *out);
+
 /* Statistics for /metrics. */
 typedef struct store_stats {
 	uint64_t map_size, map_used, page_size, entries;

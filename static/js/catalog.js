@@ -12,7 +12,10 @@ import { runsTable, runRow, errorBox, compareBar } from './widgets.js';
 const PAGE = 50;
 const SCAN_PAGE = 500;
 const SCAN_MAX = 2000;
-const NAMES = { kernel: 'Kernel', provider: 'Provider', gpu: 'GPU', pass: 'Pass', dtype: 'Data type', metric: 'Metric' };
+const NAMES = { kernel: 'Kernel', provider: 'Provider', gpu: 'GPU', pass: 'Pass', dtype: 'Data type', metric: 'Metric', verdict: 'Plausibility' };
+// Filters shown only where the server counts them.
+const OPTIONAL = ['verdict'];
+const FILTERS = [...FACET_KEYS, ...OPTIONAL];
 const DNS = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 let root = null;
@@ -26,7 +29,7 @@ let current = null;
 
 function filtersOf(st) {
   const f = {};
-  for (const k of FACET_KEYS) f[k] = st[k] || '';
+  for (const k of FILTERS) f[k] = st[k] || '';
   return f;
 }
 
@@ -40,11 +43,11 @@ function buildForm() {
   const selects = {};
   const form = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter runs' });
   const grid = h('div', { class: 'filter-grid' });
-  for (const k of FACET_KEYS) {
+  for (const k of FILTERS) {
     const fid = id(`f-${k}`);
     const sel = h('select', { id: fid, name: k, on: { change: () => submit(form) } }, h('option', { value: '' }, 'any'));
     selects[k] = sel;
-    grid.append(h('div', { class: 'field' }, h('label', { for: fid }, NAMES[k]), sel));
+    grid.append(h('div', { class: 'field', hidden: OPTIONAL.includes(k) }, h('label', { for: fid }, NAMES[k]), sel));
   }
   const selId = id('f-sel');
   const qId = id('f-q');
@@ -74,9 +77,10 @@ function submit(form) {
 }
 
 function fillSelects(all, st) {
-  for (const k of FACET_KEYS) {
+  for (const k of FILTERS) {
     const sel = els.selects[k];
     const counts = (all && all.labels && all.labels[k]) || {};
+    if (OPTIONAL.includes(k)) sel.parentElement.hidden = !Object.keys(counts).length && !st[k];
     const values = Object.keys(counts).sort();
     if (st[k] && !values.includes(st[k])) values.unshift(st[k]);
     sel.replaceChildren(h('option', { value: '' }, 'any'),
@@ -122,10 +126,10 @@ export function unmount() {
 export async function update(st) {
   current = st;
   const filters = filtersOf(st);
-  const sel = selector(filters, st.sel);
+  const sel = selector(filters, st.sel, OPTIONAL);
   els.selInput.value = st.sel || '';
   els.qInput.value = st.q || '';
-  for (const k of FACET_KEYS) els.selects[k].value = st[k] || '';
+  for (const k of FILTERS) els.selects[k].value = st[k] || '';
   const key = JSON.stringify([sel, st.cont || '', st.q || '', st.page || '']);
   if (key === dataKey) {
     renderCompare(st);
@@ -172,7 +176,7 @@ function renderSummary(fac, sel) {
 function cellHref(st, kernel, gpu) {
   const s = { view: 'kernel', kernel };
   if (gpu) s.gpu = gpu;
-  for (const k of ['pass', 'metric', 'dtype', 'provider']) if (st[k]) s[k] = st[k];
+  for (const k of ['pass', 'metric', 'dtype', 'provider', 'verdict']) if (st[k]) s[k] = st[k];
   return state.href(s);
 }
 
@@ -191,11 +195,16 @@ function renderMatrix(fac, filters, st) {
   }
   const kernels = new Map();
   const gpuTotals = new Map();
+  // Combinations may split further (by metric, say): add them up per
+  // kernel, GPU and provider.
   for (const c of combos) {
     if (!kernels.has(c.kernel)) kernels.set(c.kernel, new Map());
     const byGpu = kernels.get(c.kernel);
     if (!byGpu.has(c.gpu)) byGpu.set(c.gpu, []);
-    byGpu.get(c.gpu).push(c);
+    const list = byGpu.get(c.gpu);
+    const same = list.find((x) => x.provider === c.provider);
+    if (same) same.count += c.count;
+    else list.push({ kernel: c.kernel, gpu: c.gpu, provider: c.provider, count: c.count });
     gpuTotals.set(c.gpu, (gpuTotals.get(c.gpu) || 0) + c.count);
   }
   const gpus = [...gpuTotals.keys()].sort((a, b) => gpuTotals.get(b) - gpuTotals.get(a) || String(a).localeCompare(String(b)));
@@ -278,7 +287,7 @@ async function search(st, sel, signal) {
 
   api.facets(undefined, signal).then((all) => {
     const sugg = [];
-    for (const k of FACET_KEYS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (v.toLowerCase().includes(ql)) sugg.push([k, v, n]);
+    for (const k of FILTERS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (v.toLowerCase().includes(ql)) sugg.push([k, v, n]);
     if (sugg.length) {
       out.prepend(h('p', { class: 'suggest' }, 'Filter by: ',
         sugg.slice(0, 12).map(([k, v, n]) => h('a', { class: 'chip', href: state.href({ view: 'catalog', [k]: v }) }, `${k}=${v} (${int(n)})`))));
@@ -339,7 +348,7 @@ function onEvent(ev) {
   const st = current;
   if (ev.type === 'ADDED' && !arrived.some((r) => r.metadata.name === ev.object.metadata.name)) {
     const l = labels(ev.object);
-    const ok = FACET_KEYS.every((k) => !st[k] || l[k] === st[k]);
+    const ok = FILTERS.every((k) => !st[k] || l[k] === st[k]);
     if (ok) {
       arrived.unshift(ev.object);
       arrived = arrived.slice(0, 20);
@@ -366,7 +375,7 @@ function renderArrived() {
 async function refreshCounts() {
   if (!els || !current) return;
   const st = current;
-  const sel = selector(filtersOf(st), st.sel);
+  const sel = selector(filtersOf(st), st.sel, OPTIONAL);
   try {
     const [all, fac] = await Promise.all([api.facets(), sel ? api.facets(sel) : null]);
     if (!els || current !== st) return;

@@ -55,3 +55,9 @@ export function when(iso) {
 }
 
 export const shortDigest = (d) => (typeof d === 'string' && d.startsWith('sha256:') ? `${d.slice(0, 19)}…` : String(d ?? '—'));
+
+export function pct(f) {
+  if (!Number.isFinite(f)) return '—';
+  const v = f * 100;
+  return `${v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2)}%`;
+}

@@ -8,7 +8,7 @@ import * as state from './state.js';
 import * as live from './live.js';
 import { plot, style } from './plot.js';
 import { labels, figures, familyOf, title, selector, matches, reference } from './model.js';
-import { int, num, unitFor, figure, ratio, tick } from './format.js';
+import { int, unitFor, figure, ratio, tick, pct } from './format.js';
 import { errorBox } from './widgets.js';
 
 const MAX_RUNS = 5000;
@@ -106,8 +106,8 @@ export async function update(st) {
     return;
   }
   const { metric, pass } = defaults(st, fac);
-  const filters = { kernel: st.kernel, metric, pass, gpu: st.gpu || '', dtype: st.dtype || '', provider: st.provider || '' };
-  const sel = selector(filters);
+  const filters = { kernel: st.kernel, metric, pass, gpu: st.gpu || '', dtype: st.dtype || '', provider: st.provider || '', verdict: st.verdict || '' };
+  const sel = selector(filters, '', ['verdict']);
   renderControls(st, fac, metric, pass);
   if (fac) {
     const gpus = Object.keys(fac.labels.gpu || {});
@@ -164,6 +164,7 @@ function renderControls(st, fac, metric, pass) {
   const gpus = L('gpu');
   const providers = L('provider');
   const dtypes = L('dtype');
+  const verdicts = L('verdict');
   if (!metrics.includes(metric)) metrics.push(metric);
   if (pass && !passes.includes(pass)) passes.push(pass);
   const logX = st.logx !== '0';
@@ -174,6 +175,7 @@ function renderControls(st, fac, metric, pass) {
     select('GPU', 'gpu', [['', 'All GPUs, side by side'], ...gpus.map((g) => [g, g])], st.gpu || ''),
     providers.length > 1 ? select('Provider', 'provider', [['', 'All providers'], ...providers.map((p) => [p, p])], st.provider || '') : null,
     dtypes.length > 1 ? select('Data type', 'dtype', [['', 'All'], ...dtypes.map((d) => [d, d])], st.dtype || '') : null,
+    verdicts.length > 1 || st.verdict ? select('Plausibility', 'verdict', [['', 'All'], ...verdicts.map((d) => [d, d])], st.verdict || '') : null,
     h('fieldset', { class: 'segmented' }, h('legend', 'Axes'), check('logx', 'Log x', logX), check('logy', 'Log y', logY)));
 }
 
@@ -218,7 +220,7 @@ function pointOf(entry, x, metric, unit, prov, gpu, sweep) {
   const p = r.status && r.status.plausibility;
   const lines = [`${prov} · ${gpu}`, `${sweep} = ${tick(x)} (${int(x)})`, `median ${figure(metric, f.median)}`];
   if (Number.isFinite(f.p20)) lines.push(`p20–p80 ${figure(metric, f.p20)} – ${figure(metric, f.p80)}`);
-  if (p && p.verdict) lines.push(`plausibility: ${p.verdict}${Number.isFinite(p.achievedFraction) ? ` (${num(p.achievedFraction)} of the floor)` : ''}`);
+  if (p && p.verdict) lines.push(`plausibility: ${p.verdict}${Number.isFinite(p.achievedFraction) ? ` (${pct(p.achievedFraction)} of the physical limit)` : ''}`);
   if (entry.others) lines.push(`${entry.others} older run${entry.others === 1 ? '' : 's'} at this point`);
   lines.push(`run ${title(r)}`);
   return {
@@ -229,7 +231,7 @@ function pointOf(entry, x, metric, unit, prov, gpu, sweep) {
     href: runHref(r.metadata.name),
     flagged: p && p.verdict === 'Implausible',
     lines,
-    floorNs: p && Number.isFinite(p.floorNs) ? p.floorNs : NaN,
+    floor: p ? (metric === 'peak_memory' ? p.floorBytes : p.floorNs) : NaN,
   };
 }
 
@@ -277,7 +279,7 @@ async function draw(st, metric, pass, signal) {
         points: [...byProv.get(prov)].map(([x, e]) => pointOf(e, x, metric, unit, prov, gpu, fam.sweep)),
       }));
       const floorByX = new Map();
-      for (const sr of series) for (const p of sr.points) if (Number.isFinite(p.floorNs) && metric === 'latency') floorByX.set(p.x, p.floorNs / unit.div);
+      for (const sr of series) for (const p of sr.points) if (Number.isFinite(p.floor)) floorByX.set(p.x, p.floor / unit.div);
       summaryRows.push(summarize(fam, fi, gpu, series, metric, unit));
       return plot({
         title: gpu,
@@ -289,6 +291,7 @@ async function draw(st, metric, pass, signal) {
         logY,
         series,
         floor: [...floorByX].map(([x, y]) => ({ x, y })),
+        floorTitle: metric === 'peak_memory' ? 'Physical floor: the least memory the workload’s tensors need' : 'Physical floor: the fastest time the GPU’s peak bandwidth and compute allow',
       });
     });
     return h('section', { 'aria-labelledby': `fam-${fi}`, dataset: { family: fam.key } },
@@ -344,6 +347,7 @@ function onEvent(ev) {
   if (l.kernel !== st.kernel || (l.metric && l.metric !== metric) || (pass && l.pass && l.pass !== pass)) return;
   if (st.gpu && l.gpu !== st.gpu) return;
   if (st.provider && l.provider !== st.provider) return;
+  if (st.verdict && l.verdict !== st.verdict) return;
   const name = ev.object.metadata.name;
   if (ev.type === 'DELETED') data.runs.delete(name);
   else data.runs.set(name, ev.object);

@@ -50,9 +50,9 @@ export function condition(obj, type) {
 export const title = (o) => (o.metadata && (o.metadata.title || o.metadata.name)) || '';
 
 /* Builds a label selector from structured filters plus free text. */
-export function selector(filters, extra) {
+export function selector(filters, extra, more = []) {
   const parts = [];
-  for (const k of FACET_KEYS) if (filters[k]) parts.push(`${k}=${filters[k]}`);
+  for (const k of [...FACET_KEYS, ...more]) if (filters[k]) parts.push(`${k}=${filters[k]}`);
   if (extra && extra.trim()) parts.push(extra.trim());
   return parts.join(',');
 }

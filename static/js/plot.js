@@ -149,7 +149,7 @@ export function plot(opts) {
   if (floor.length) {
     const fl = [...floor].sort((a, b) => a.x - b.x);
     svg.append(s('path', { class: 'floor', d: fl.map((p, i) => `${i ? 'L' : 'M'}${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(''), dataset: { floor: fl.length } },
-      s('title', 'Physical floor: the fastest time the GPU’s peak bandwidth and compute allow')));
+      s('title', opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
     const last = fl[fl.length - 1];
     svg.append(s('text', { x: X(last.x) - 4, y: Y(last.y) - 6, 'text-anchor': 'end', class: 'floor-label' }, 'physical floor'));
   }

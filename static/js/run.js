@@ -7,7 +7,7 @@ import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
 import { labels, figures, reference, condition, title, REF_ROLES, FACET_KEYS } from './model.js';
-import { figure, when, num, int } from './format.js';
+import { figure, when, num, int, pct, ratio } from './format.js';
 import { chips, errorBox, runsTable } from './widgets.js';
 
 let root = null;
@@ -58,10 +58,37 @@ function badge(kind, text) {
   return h('span', { class: ['badge', `badge-${kind}`] }, text);
 }
 
+const GOOD = ['Plausible', 'Verified', 'Consistent', 'Passed', 'True'];
+const BAD = ['Implausible', 'FasterThanReference', 'ReferenceIncorrect', 'Failed', 'False', 'Mismatch'];
+const WARN = ['SlowerThanReference', 'DifferentGPU', 'NotComparable', 'UnresolvedReferences', 'Pending'];
+
 function verdictBadge(v) {
-  if (v === 'Plausible' || v === 'Verified' || v === 'Passed' || v === 'True') return badge('ok', v);
-  if (v === 'Implausible' || v === 'Failed' || v === 'False' || v === 'Mismatch') return badge('bad', v);
+  if (GOOD.includes(v)) return badge('ok', v);
+  if (BAD.includes(v)) return badge('bad', v);
+  if (WARN.includes(v)) return badge('warn', v);
   return badge('unknown', v || 'Unknown');
+}
+
+/* A button that asks the server for a reference measurement of the run
+ * (creates a Verification); the run's status shows the outcome live. */
+function requestVerification(run) {
+  const out = h('p', { class: 'hint', 'aria-live': 'polite' });
+  const btn = h('button', { type: 'button', class: 'secondary' }, 'Request a reference measurement');
+  btn.addEventListener('click', async () => {
+    btn.disabled = true;
+    const base = run.metadata.name.slice(0, 200).replace(/[.-]+$/, '');
+    const body = { apiVersion: api.GROUP_VERSION, kind: 'Verification', metadata: { name: `${base}-v${Date.now().toString(36)}` }, spec: { runName: run.metadata.name } };
+    try {
+      const r = await fetch(`${api.BASE}/verifications`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const j = await r.json().catch(() => ({}));
+      if (!r.ok) throw new Error(j.message || `HTTP ${r.status}`);
+      put(out, 'Requested as ', h('a', { href: api.itemURL('verifications', body.metadata.name) }, body.metadata.name), '; the verdict appears here when it is measured.');
+    } catch (e) {
+      put(out, `The request was refused: ${e.message}`);
+      btn.disabled = false;
+    }
+  });
+  return h('div', btn, out);
 }
 
 function dl(pairs) {
@@ -135,6 +162,24 @@ function commands(run) {
   }));
 }
 
+/* Every figure of status.plausibility, each in its own unit. */
+function plausibilityFacts(pl) {
+  const known = {
+    floorNs: ['Physical floor (time)', (v) => figure('latency', v)],
+    floorBytes: ['Physical floor (memory)', (v) => figure('peak_memory', v)],
+    achievedFraction: ['Achieved fraction of the limit', (v) => `${pct(v)} (${num(v)})`],
+    bytes: ['Bytes moved', (v) => figure('peak_memory', v)],
+    flops: ['Operations', (v) => `${num(v)} FLOP`],
+    gpu: ['GPU model', String],
+    model: ['Cost model', scalar],
+    derivedWorkload: ['Workload derived from the source row', (v) => (v ? 'yes' : 'no')],
+  };
+  return Object.entries(pl).filter(([k]) => k !== 'verdict').map(([k, v]) => {
+    const [label, fmt] = known[k] || [k, scalar];
+    return [label, typeof v === 'number' && !Number.isFinite(v) ? '—' : fmt(v)];
+  });
+}
+
 function verdicts(run) {
   const st = run.status || {};
   const dv = condition(run, 'DigestsVerified');
@@ -146,11 +191,17 @@ function verdicts(run) {
   rows.push(h('div', { class: 'card', dataset: { verdict: 'digests' } }, h('h3', 'Digests ', dv ? verdictBadge(dv.status === 'True' ? 'Verified' : dv.reason || 'Unverified') : badge('unknown', 'not checked')),
     dv ? h('p', dv.message || '') : h('p', { class: 'hint' }, 'The server has not reported on this run’s references.')));
   rows.push(h('div', { class: 'card', dataset: { verdict: 'plausibility' } }, h('h3', 'Plausibility ', verdictBadge(pl ? pl.verdict : plc ? plc.reason : undefined)),
-    pl ? dl([['Physical floor', Number.isFinite(pl.floorNs) ? figure('latency', pl.floorNs) : undefined], ['Achieved fraction', Number.isFinite(pl.achievedFraction) ? num(pl.achievedFraction) : undefined], ['Model', pl.model !== undefined ? scalar(pl.model) : undefined]])
+    pl ? h('div', plc && plc.message ? h('p', plc.message) : null, dl(plausibilityFacts(pl)))
       : h('p', { class: 'hint' }, plc ? plc.message : 'No plausibility check has been reported for this run yet.')));
   rows.push(h('div', { class: 'card', dataset: { verdict: 'verification' } }, h('h3', 'Verification ', verdictBadge(ver ? ver.verdict : verc ? verc.reason : 'Not verified')),
-    ver ? dl(Object.entries(ver).filter(([k]) => k !== 'verdict').map(([k, v]) => [k, scalar(v)]))
-      : h('p', { class: 'hint' }, verc ? verc.message : 'No reference measurement yet: create a Verification with spec.runName set to this run to request one.')));
+    ver ? h('div', ver.message ? h('p', ver.message) : null, dl([
+      ['Reference median', Number.isFinite(ver.referenceNs) ? figure('latency', ver.referenceNs) : undefined],
+      ['Claimed ÷ reference', Number.isFinite(ver.ratio) ? ratio(ver.ratio) : undefined],
+      ['Measured on', ver.gpu],
+      ['Verification', ver.name ? h('a', { href: api.itemURL('verifications', ver.name) }, ver.name) : undefined],
+      ...Object.entries(ver).filter(([k]) => !['verdict', 'message', 'referenceNs', 'ratio', 'gpu', 'name'].includes(k)).map(([k, v]) => [k, scalar(v)]),
+    ]))
+      : h('div', h('p', { class: 'hint' }, verc ? verc.message : 'No reference measurement yet.'), requestVerification(run))));
   return h('div', { class: 'cards' }, rows);
 }
 

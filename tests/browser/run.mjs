@@ -304,6 +304,13 @@ test('kernel view: embedding latency curves match the CSV point by point', ['fac
     }
   }
   ok(checked >= want.length - 1, `all CSV points plotted (${checked} of ${want.length})`);
+  // Where the server reports plausibility, each plot draws the physical floor.
+  const sample = (await getJSON('/benchmarkruns?limit=1&labelSelector=kernel%3Dembedding%2Cmetric%3Dlatency%2Cpass%3Dfull')).body.items[0];
+  if (sample && sample.status.plausibility && Number.isFinite(sample.status.plausibility.floorNs)) {
+    const floors = await page.$$eval('figure.plot path.floor', (ps) => ps.map((p) => Number(p.dataset.floor)));
+    eq(floors.length, sections.length, 'a floor line per plot');
+    for (const n of floors) eq(n, 8, 'the floor has a point per size');
+  }
   // The fastest table: torch_compile wins both families on the A100 in Liger's data.
   const best = await page.$$eval('.summary-table tbody tr', (t) => t.map((tr) => tr.dataset.best));
   eq(best.length, fams.length, 'a summary row per plot');

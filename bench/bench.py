@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""bench/bench.py — helpers for bench/run.sh (Python 3 standard library only).
+
+  freeport                      print a free TCP port on 127.0.0.1
+  template SEED OUT             the seed bundle with "@ID@" in its run name and
+                                sourceNative.externalId (for the wrk scripts)
+  rv URL                        the resourceVersion of the list at URL
+  ready URL TIMEOUT             wait until URL answers 200; print the seconds
+  load PORT TEMPLATES START N SECONDS
+                                POST bundles START..START+N-1 as NDJSON, 10,000
+                                a request, stopping after SECONDS; print
+                                "loaded=K seconds=S"
+  walk URL QUERY OFFSET         follow continue tokens of QUERY to OFFSET (a
+                                multiple of 100) and print that page's token
+  calls URL N METHOD [TEMPLATE] N sequential keep-alive requests (for callgrind)
+  table RESULTS OUT             medians, ratios and goals as a markdown table
+"""
+import base64
+import http.client
+import json
+import os
+import re
+import socket
+import statistics
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+API = "/apis/kernelindex.dev/v1alpha1"
+
+
+def freeport():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    print(s.getsockname()[1])
+    s.close()
+
+
+def template(seed, out):
+    text = open(seed, encoding="utf-8").read()
+    doc = json.loads(text)
+    name = doc["run"]["metadata"]["name"]
+    xid = doc["run"]["spec"]["sourceNative"]["externalId"]
+    for s in (name, xid):
+        if text.count('"%s"' % s) != 1:
+            sys.exit("template: %r is not unique in the seed" % s)
+    text = text.replace('"%s"' % name, '"%s-@ID@"' % name)
+    text = text.replace('"%s"' % xid, '"%s/@ID@"' % xid)
+    open(out, "w", encoding="utf-8").write(text)
+
+
+def get(url, timeout=60):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def rv(url):
+    _, body = get(url + ("&" if "?" in url else "?") + "limit=1")
+    print(json.loads(body)["metadata"]["resourceVersion"])
+
+
+def ready(url, timeout):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < float(timeout):
+        try:
+            if get(url, 1)[0] == 200:
+                print("%.3f" % (time.monotonic() - t0))
+                return
+        except OSError:
+            pass
+        time.sleep(0.005)
+    sys.exit("ready: %s did not answer 200 in %s s" % (url, timeout))
+
+
+def load(port, templates, start, n, seconds):
+    """Bundles in the importer's form; bundle i is template i % T with its run
+    renamed "<name>-r<i // T>" and its externalId "<id>/r<i // T>", so the
+    run is new while its protocol, environment, workload and implementation
+    are the ones already stored."""
+    parts = []
+    for line in open(templates, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line:
+            continue
+        d = json.loads(line)
+        name = d["run"]["metadata"]["name"]
+        xid = d["run"]["spec"]["sourceNative"]["externalId"]
+        a, rest = line.split('"%s"' % name)
+        b, c = rest.split('"%s"' % xid)
+        parts.append((a, name, b, xid, c))
+    t = len(parts)
+    start, n, seconds = int(start), int(n), float(seconds)
+    conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=600)
+    t0 = time.monotonic()
+    i, end = start, start + n
+    while i < end and time.monotonic() - t0 < seconds:
+        j = min(end, i + 10000)
+        out = []
+        for k in range(i, j):
+            a, name, b, xid, c = parts[k % t]
+            r = k // t
+            out.append('%s"%s-r%d"%s"%s/r%d"%s' % (a, name, r, b, xid, r, c))
+        body = ("\n".join(out) + "\n").encode()
+        conn.request("POST", API + "/benchmarkruns", body,
+                     {"Content-Type": "application/x-ndjson"})
+        resp = conn.getresponse()
+        data = resp.read()
+        summ = json.loads(data).get("summary", {}) if data else {}
+        if resp.status >= 300 or summ.get("failed", 0) or \
+                summ.get("created", 0) != j - i:
+            sys.exit("load: batch at %d: HTTP %d %s" % (i, resp.status,
+                                                        data[:300]))
+        i = j
+    print("loaded=%d seconds=%.1f" % (i - start, time.monotonic() - t0))
+
+
+def walk(url, query, offset):
+    """The continue token of the page that starts at OFFSET, reached with
+    pages of 1000 (the largest the daemon serves by default) then 100."""
+    offset = int(offset)
+    tok, done = "", 0
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    pat = re.compile(rb'"continue":"([^"]*)"')
+    while done < offset:
+        lim = 1000 if offset - done >= 1000 else 100
+        q = "%s%slimit=%d" % (query, "&" if query else "", lim)
+        if tok:
+            q += "&continue=" + urllib.parse.quote(tok)
+        conn.request("GET", u.path + "?" + q)
+        resp = conn.getresponse()
+        data = resp.read()
+        m = pat.search(data[-4096:])
+        if resp.status != 200 or m is None:
+            sys.exit("walk: stopped at %d: HTTP %d" % (done, resp.status))
+        tok = m.group(1).decode()
+        done += lim
+    print(tok)
+
+
+def calls(url, n, method, tpl=None):
+    u = urllib.parse.urlsplit(url)
+    path = u.path + ("?" + u.query if u.query else "")
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+    body = open(tpl, encoding="utf-8").read() if tpl else None
+    tag = "c%d" % (time.time_ns() % 10**9)
+    bad = 0
+    for i in range(int(n)):
+        if body is None:
+            conn.request(method, path)
+        else:
+            b = body.replace("@ID@", "%s-%d" % (tag, i)).encode()
+            conn.request(method, path, b, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        resp.read()
+        bad += resp.status >= 300
+    if bad:
+        sys.exit("calls: %d of %s answers were not 2xx" % (bad, n))
+
+
+# ---- the table ----
+
+def med(v):
+    return statistics.median(v) if v else None
+
+
+def fmt(x, unit=""):
+    if x is None:
+        return "—"
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 100:
+        s = "{:,.0f}".format(x)
+    elif abs(x) >= 10:
+        s = "%.1f" % x
+    else:
+        s = "%.2f" % x
+    return s + unit
+
+
+def table(results, out):
+    vals, info, notes = {}, {}, []
+    for line in open(results, encoding="utf-8"):
+        line = line.rstrip("\n")
+        if not line or line.startswith("#"):
+            continue
+        key, _, val = line.partition(" ")
+        if key == "info":
+            k, _, v = val.partition(" ")
+            info[k] = v
+        elif key == "note":
+            notes.append(val)
+        else:
+            try:
+                vals.setdefault(key, []).append(float(val))
+            except ValueError:
+                info[key] = val
+
+    def m(k):
+        return med(vals.get(k, []))
+
+    def ratio(a, b):
+        x, y = m(a), m(b)
+        return x / y if x is not None and y else None
+
+    def ms(k):
+        v = m(k)
+        return None if v is None else v / 1000.0
+
+    rows = []   # (benchmark, kernelindexd, peer, ratio, goal, verdict)
+
+    def goal(ok):
+        if ok is None:
+            return "not measured"
+        return "met" if ok else "**NOT MET**"
+
+    def add(name, ki, peer, r, g, ok):
+        rows.append((name, ki, peer, r, g, goal(ok) if g else ""))
+
+    # 1. GET
+    for what in ("name", "digest"):
+        r = ratio("get_%s_ki_rps" % what, "get_%s_nginx_rps" % what)
+        add("GET one object by %s, wrk -t2 -c32 (req/s)" % what,
+            fmt(m("get_%s_ki_rps" % what)), fmt(m("get_%s_nginx_rps" % what))
+            + " nginx", fmt(r, "×"), "≥ 0.8× nginx",
+            None if r is None else r >= 0.8)
+        add("  server CPU per GET by %s (µs)" % what,
+            fmt(m("get_%s_ki_cpu_us" % what)),
+            fmt(m("get_%s_nginx_cpu_us" % what)) + " nginx",
+            fmt(ratio("get_%s_ki_cpu_us" % what, "get_%s_nginx_cpu_us" % what),
+                "×"), "", None)
+    # 2. durable POST
+    r = ratio("post64_ki_rps", "post64_etcd_rps")
+    add("durable POST of a seed bundle, 64 conns (bundles/s)",
+        fmt(m("post64_ki_rps")), fmt(m("post64_etcd_rps")) + " etcd",
+        fmt(r, "×"), "≥ 10,000/s", None if m("post64_ki_rps") is None
+        else m("post64_ki_rps") >= 10000)
+    add("  … against etcd v3 single durable puts", "", "", fmt(r, "×"),
+        "≥ 2× etcd", None if r is None else r >= 2)
+    add("  server CPU per durable POST (µs)", fmt(m("post64_ki_cpu_us")),
+        fmt(m("post64_etcd_cpu_us")) + " etcd",
+        fmt(ratio("post64_ki_cpu_us", "post64_etcd_cpu_us"), "×"), "", None)
+    add("durable POST, 1 connection, p50 (ms)", fmt(ms("post1_ki_p50_us")),
+        fmt(ms("post1_etcd_p50_us")) + " etcd",
+        fmt(ratio("post1_ki_p50_us", "post1_etcd_p50_us"), "×"), "< 1 ms",
+        None if ms("post1_ki_p50_us") is None else ms("post1_ki_p50_us") < 1)
+    add("durable POST, 1 connection, p99 (ms)", fmt(ms("post1_ki_p99_us")),
+        fmt(ms("post1_etcd_p99_us")) + " etcd",
+        fmt(ratio("post1_ki_p99_us", "post1_etcd_p99_us"), "×"), "", None)
+    add("durable POST, 1 connection (bundles/s)", fmt(m("post1_ki_rps")),
+        fmt(m("post1_etcd_rps")) + " etcd",
+        fmt(ratio("post1_ki_rps", "post1_etcd_rps"), "×"), "", None)
+    # 3. import
+    add("import the 2,448-row Liger CSV through the CLI (s)",
+        fmt(m("import_s")), "", "", "< 2 s",
+        None if m("import_s") is None else m("import_s") < 2)
+    # 6. dry run
+    add("POST dryRun=All (no commit), wrk -t2 -c32 (req/s)",
+        fmt(m("dryrun_rps")), "", "", "", None)
+    add("  server CPU per dry-run POST: parse + validate + digest + HTTP (µs)",
+        fmt(m("dryrun_cpu_us")), "", "", "", None)
+    # 4. lists
+    small, large = info.get("list_small_runs"), info.get("list_large_runs")
+    qs = (("label", "labelSelector=kernel=embedding, limit=100"),
+          ("field", "fieldSelector=metadata.name=…, limit=100"),
+          ("first", "no selector, limit=100, page 1"),
+          ("deep", "no selector, limit=100, deep page (continue)"),
+          ("labeldeep", "labelSelector=kernel=embedding, deep page"),
+          ("scan", "labelSelector=kernel in (swiglu) — a scan, for contrast"))
+    for q, label in qs:
+        for p in ("p50", "p99"):
+            a, b = "list_small_%s_%s_us" % (q, p), "list_large_%s_%s_us" % (q, p)
+            r = ratio(b, a)
+            g, ok = "", None
+            if p == "p99" and q in ("label", "field"):
+                g = "≤ 1.2× and < 5 ms"
+                if r is not None and ms(b) is not None:
+                    ok = r <= 1.2 and ms(b) < 5
+            add("list %s, %s (ms) at %s → %s runs" % (label, p, small, large),
+                fmt(ms(a)), fmt(ms(b)), fmt(r, "×"), g, ok)
+    r = ratio("list_large_deep_p99_us", "list_large_first_p99_us")
+    add("continue: p99 deep page / p99 first page at %s runs" % large,
+        fmt(ms("list_large_deep_p99_us")), fmt(ms("list_large_first_p99_us"))
+        + " page 1", fmt(r, "×"), "the same (≤ 1.2×)",
+        None if r is None else r <= 1.2)
+    if large and info.get("list_target_runs") and \
+            int(large) < int(info["list_target_runs"]):
+        notes.append("The large store reached %s runs, not the %s aimed for "
+                     "(the load is bounded in time)." %
+                     (large, info["list_target_runs"]))
+    # 5. scale
+    for sc in ("small", "large"):
+        n = info.get("list_%s_runs" % sc)
+        add("store of %s runs: open until /readyz answers (ms)" % n,
+            fmt(m("ready_%s_ms" % sc)), "", "", "< 200 ms",
+            None if m("ready_%s_ms" % sc) is None
+            else m("ready_%s_ms" % sc) < 200)
+        add("store of %s runs: bytes per run (data.mdb / runs)" % n,
+            fmt(m("store_%s_bytes_per_run" % sc)), "", "", "", None)
+        add("store of %s runs: private memory after its lists (MB)" % n,
+            fmt(m("rssanon_%s_mb" % sc)), "", "", "< 200 MB",
+            None if m("rssanon_%s_mb" % sc) is None
+            else m("rssanon_%s_mb" % sc) < 200)
+    add("bulk load with --sync false, NDJSON 10,000 a POST (runs/s)",
+        fmt(m("load_rps")), "", "", "", None)
+    # 5. watch
+    base = m("watch_0_rps")
+    for n in (100, 1000):
+        k = "watch_%d_rps" % n
+        if k not in vals:
+            continue
+        r = ratio(k, "watch_0_rps")
+        add("writes at ≤ %s/s offered with %d watchers (runs/s)"
+            % (info.get("watch_rate", "?"), n), fmt(m(k)),
+            fmt(base) + " none", fmt(r, "×"), "≥ 0.8× no watchers",
+            None if r is None else r >= 0.8)
+        c = m("watch_%d_complete" % n)
+        add("  watchers that got every event in order (of %d)" % n, fmt(c),
+            "", "", "all", None if c is None else c == n)
+        add("  write p99 with %d watchers (ms)" % n, fmt(ms("watch_%d_p99_us" % n)),
+            fmt(ms("watch_0_p99_us")) + " none",
+            fmt(ratio("watch_%d_p99_us" % n, "watch_0_p99_us"), "×"), "", None)
+        add("  last event reached every watcher after the last write (ms)",
+            fmt(m("watch_%d_drain_ms" % n)), "", "", "", None)
+    if base is not None:
+        r = m("watch_rate")
+        add("  writes achieved of the %s/s offered, no watchers" %
+            info.get("watch_rate", "?"), fmt(base), "", "", "1,000/s",
+            None if base is None else base >= 0.95 * 1000)
+    # 6. instructions
+    for op in ("get_name", "get_digest", "post", "dryrun"):
+        k = "ir_%s" % op
+        if k in vals:
+            add("instructions per request (callgrind): %s" % op.replace("_", " by "),
+                fmt(m(k)), "", "", "", None)
+    # RSS
+    rss = sorted(k for k in vals if k.startswith("rss_"))
+    for k in rss:
+        add("RSS after %s (MB)" % k[4:].replace("_", " "), fmt(m(k)), "", "", "",
+            None)
+
+    lines = ["| benchmark | kernelindexd | peer | ratio | goal (issue 8) | |",
+             "|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        lines.append("| %s |" % " | ".join(x.replace("|", "\\|") for x in r))
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(info.get("header", "") + "\n" if "header" in info else "")
+            f.write(text)
+            if notes:
+                f.write("\n" + "\n".join("- " + n for n in notes) + "\n")
+
+
+def main(argv):
+    cmds = {"freeport": freeport, "template": template, "rv": rv,
+            "ready": ready, "load": load, "walk": walk, "calls": calls,
+            "table": table}
+    if len(argv) < 2 or argv[1] not in cmds:
+        sys.exit(__doc__)
+    cmds[argv[1]](*argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
