@@ -10,6 +10,7 @@
 
 #include "api/jcs.h"
 #include "api/auth.h"
+#include "api/commit.h"
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/plausible.h"
@@ -859,33 +860,119 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	return KI_OK;
 }
 
+/* One create, from validation to the answer: what the committer runs. */
+typedef struct create_job {
+	api_job job;               /* first: the committer hands this back */
+	api_ctx *ctx;
+	upload u;
+	int bulk, atomic, dry_run, any_created;
+	api_resp *r;
+	api_job_done user_done;    /* the caller's, run after finishing */
+} create_job;
+
+/* Writes the elements and renders the answer inside txn. Returns 0 to keep
+ * the writes, else they are dropped (the answer says why). */
+static int
+create_write(store_txn *txn, void *arg)
+{
+	create_job *j = arg;
+	api_resp *r = j->r;
+	int rc;
+
+	for (size_t i = 0; i < j->u.n; i++) {
+		element *e = &j->u.els[i];
+
+		if (e->failed)
+			continue;
+		rc = write_element(j->ctx, txn, e);
+		if (rc != KI_OK || (e->failed && (!j->bulk || j->atomic))) {
+			api_resp_status(r, &e->st);
+			return rc != KI_OK ? rc : KI_ECONFLICT;
+		}
+		for (size_t k = 0; k < e->ndocs && !e->failed; k++)
+			j->any_created |= e->docs[k].created;
+	}
+	ki_buf_reset(&r->body);
+	if (!j->bulk && j->u.els[0].ndocs == 1) {
+		api_doc *d = &j->u.els[0].docs[0];
+
+		rc = copy_stored(txn, d->kind, d->stored_name, &r->body);
+		if (rc == KI_OK && d->created)
+			snprintf(r->location, sizeof(r->location), API_PREFIX "/%s/%s",
+			    d->kind->plural, d->stored_name);
+	} else {
+		render_result(j->u.els, j->u.n, store_rv(txn), j->dry_run, &r->body);
+		rc = r->body.oom ? KI_ENOMEM : KI_OK;
+	}
+	if (rc != KI_OK) {
+		api_fail_rc(r, rc, "rendering the answer");
+		return rc;
+	}
+	r->code = j->any_created ? 201 : 200;
+	/* A dry run answers as if it wrote, and keeps nothing. */
+	return j->dry_run ? KI_ECONFLICT : KI_OK;
+}
+
+static void
+create_job_free(create_job *j)
+{
+	upload_free(&j->u);
+	free(j);
+}
+
+/* After the batch: a failed commit turns a success into an error. */
+static void
+create_done(api_job *job, int commit_rc)
+{
+	create_job *j = (create_job *)(void *)job;
+	api_job_done user = j->user_done;
+
+	if (job->rc == KI_OK && commit_rc != KI_OK) {
+		ki_buf_reset(&j->r->body);
+		j->r->location[0] = '\0';
+		api_fail_rc(j->r, commit_rc, "committing the write");
+	}
+	/* The caller's done() wakes whoever answers with r; j is ours alone and
+	 * goes after. */
+	if (user != NULL)
+		user(job, commit_rc);
+	create_job_free(j);
+}
+
 void
 api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	int ndjson, const api_write_opts *opt, api_resp *r)
 {
-	upload u = { NULL, 0, 0 };
+	create_job *j;
 	api_status st;
 	store_txn *txn = NULL;
-	int bulk = 0, rc, any_created = 0, any_failed = 0;
-	uint64_t rv;
+	int rc, any_failed = 0;
 
 	api_status_init(&st);
-	rc = parse_upload(ctx, coll, body, len, ndjson, &u, &bulk, &st);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		api_fail_rc(r, KI_ENOMEM, "reading the upload");
+		return;
+	}
+	j->ctx = ctx;
+	j->r = r;
+	j->atomic = opt->atomic;
+	j->dry_run = opt->dry_run;
+	rc = parse_upload(ctx, coll, body, len, ndjson, &j->u, &j->bulk, &st);
 	if (rc != KI_OK) {
 		if (st.code == 0)
 			api_status_from_rc(&st, rc, "reading the upload");
 		api_resp_status(r, &st);
 		goto out;
 	}
-	for (size_t i = 0; i < u.n; i++) {
-		element *e = &u.els[i];
+	for (size_t i = 0; i < j->u.n; i++) {
+		element *e = &j->u.els[i];
 
 		unknown_fields(e, opt, r);
 		/* What the token may write: names under its prefix, runs of its
 		 * source. */
-		for (size_t j = 0; opt->who != NULL && !e->failed && j < e->ndocs;
-		    j++) {
-			api_doc *d = &e->docs[j];
+		for (size_t k = 0; opt->who != NULL && !e->failed && k < e->ndocs;
+		    k++) {
+			api_doc *d = &e->docs[k];
 			const char *src = NULL;
 
 			if (d->kind->id == API_RUN)
@@ -900,7 +987,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		}
 		any_failed |= e->failed;
 	}
-	if (u.n == 0) {
+	if (j->u.n == 0) {
 		api_status_fail(&st, 400, "BadRequest", "the upload holds no "
 		    "documents");
 		api_resp_status(r, &st);
@@ -908,76 +995,60 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	}
 	/* A lone document or bundle is all or nothing, and so is an atomic
 	 * bulk upload: one failure fails it whole with that Status. */
-	if (any_failed && (!bulk || opt->atomic)) {
-		for (size_t i = 0; i < u.n; i++) {
-			if (u.els[i].failed) {
-				api_resp_status(r, &u.els[i].st);
+	if (any_failed && (!j->bulk || opt->atomic)) {
+		for (size_t i = 0; i < j->u.n; i++) {
+			if (j->u.els[i].failed) {
+				api_resp_status(r, &j->u.els[i].st);
 				break;
 			}
 		}
 		goto out;
 	}
+	if (ctx->committer != NULL && !opt->dry_run) {
+		/* Durable writes share a commit: the caller submits the job and
+		 * answers when it is done. */
+		j->job.fn = create_write;
+		j->job.arg = j;
+		j->user_done = NULL;
+		j->job.done = create_done;
+		r->job = &j->job;
+		api_status_free(&st);
+		return;
+	}
 	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a write transaction");
 		goto out;
 	}
-	for (size_t i = 0; i < u.n; i++) {
-		element *e = &u.els[i];
-
-		if (e->failed)
-			continue;
-		rc = write_element(ctx, txn, e);
-		if (rc != KI_OK) {
-			store_abort(txn);
-			txn = NULL;
-			api_resp_status(r, &e->st);
-			goto out;
-		}
-		if (e->failed && (!bulk || opt->atomic)) {
-			store_abort(txn);
-			txn = NULL;
-			api_resp_status(r, &e->st);
-			goto out;
-		}
-		for (size_t j = 0; j < e->ndocs && !e->failed; j++)
-			any_created |= e->docs[j].created;
-	}
-	rv = store_rv(txn);
-	if (!bulk && u.els[0].ndocs == 1) {
-		api_doc *d = &u.els[0].docs[0];
-
-		rc = copy_stored(txn, d->kind, d->stored_name, &r->body);
-		if (rc == KI_OK && d->created)
-			snprintf(r->location, sizeof(r->location), API_PREFIX "/%s/%s",
-			    d->kind->plural, d->stored_name);
-	} else {
-		render_result(u.els, u.n, rv, opt->dry_run, &r->body);
-		rc = r->body.oom ? KI_ENOMEM : KI_OK;
-	}
+	rc = create_write(txn, j);
 	if (rc != KI_OK) {
 		store_abort(txn);
-		txn = NULL;
-		api_fail_rc(r, rc, "rendering the answer");
-		goto out;
-	}
-	if (opt->dry_run) {
-		store_abort(txn);
-		txn = NULL;
 	} else {
+		uint64_t rv = store_rv(txn);
+
 		rc = store_commit(txn);
-		txn = NULL;
 		if (rc != KI_OK) {
+			ki_buf_reset(&r->body);
+			r->location[0] = '\0';
 			api_fail_rc(r, rc, "committing the write");
-			goto out;
-		}
-		if (any_created && ctx->committed != NULL)
+		} else if (j->any_created && ctx->committed != NULL) {
 			ctx->committed(ctx->committed_arg, rv);
+		}
 	}
-	r->code = any_created ? 201 : 200;
 out:
-	store_abort(txn);
-	upload_free(&u);
+	create_job_free(j);
 	api_status_free(&st);
+}
+
+void
+api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
+{
+	create_job *j = (create_job *)(void *)r->job;
+
+	/* done runs after the job has finished the answer. */
+	j->user_done = done;
+	j->job.cookie = cookie;
+	r->job = NULL;
+	api_committer_submit(ctx->committer, &j->job);
 }
 
 /* ---- reads ---- */

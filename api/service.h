@@ -14,8 +14,14 @@
 #include "lib/limits.h"
 #include "store/store.h"
 
+struct api_committer;
+struct api_job;
+
 typedef struct api_ctx {
 	store *st;
+	/* Group commit: when set, durable creates are queued to it and their
+	 * answer comes with the batch's commit (see api_resp.job). */
+	struct api_committer *committer;
 	const ki_limits *lim;
 	double (*now)(void);               /* seconds since the epoch */
 	/* Called after each commit that advanced the resourceVersion. */
@@ -34,6 +40,10 @@ typedef struct api_resp {
 	char location[512];
 	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
 	size_t nwarnings;
+	/* Set by an operation that waits for a group commit: the caller sets
+	 * job->done and job->cookie, hands it to api_committer_submit(), and
+	 * answers with this response once done() has run. */
+	struct api_job *job;
 } api_resp;
 
 void api_resp_init(api_resp *r);
@@ -79,6 +89,11 @@ int api_query_match(const api_query *q, const store_obj *o);
  * (benchmarkruns only), a List, or NDJSON when ndjson is set. */
 void api_create(api_ctx *ctx, const api_kind *coll, const char *body,
 	size_t len, int ndjson, const api_write_opts *opt, api_resp *r);
+/* Hands r->job (left by api_create) to the committer; done(job, rc) runs
+ * on the committer's thread once r holds the final answer (cookie is
+ * job->cookie). */
+void api_create_submit(api_ctx *ctx, api_resp *r,
+	void (*done)(struct api_job *job, int commit_rc), void *cookie);
 void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r);
 /* GET objects/<digest>: the canonical content, immutable. if_none_match is

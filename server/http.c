@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/commit.h"
 #include "lib/log.h"
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -46,6 +47,10 @@ read_pem(const char *path, ki_buf *b)
 
 typedef struct req_ctx {
 	uint64_t start_us;
+	struct MHD_Connection *conn;
+	api_resp resp;
+	int waiting;               /* suspended for a group commit */
+	int answered;              /* the commit is done: resp is final */
 	ki_buf body;
 	size_t limit;
 	int too_large;
@@ -221,6 +226,17 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 	return ret;
 }
 
+/* The group commit holding this request finished: wake its connection. */
+static void
+commit_done(struct api_job *job, int commit_rc)
+{
+	req_ctx *rq = job->cookie;
+
+	(void)commit_rc;
+	__atomic_store_n(&rq->answered, 1, __ATOMIC_RELEASE);
+	MHD_resume_connection(rq->conn);
+}
+
 static enum MHD_Result
 handler(void *cls, struct MHD_Connection *c, const char *url,
 	const char *method, const char *version, const char *upload_data,
@@ -228,7 +244,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 {
 	http_server *s = cls;
 	req_ctx *rq = *con_cls;
-	api_resp r;
+	api_resp *rp;
 	enum MHD_Result ret;
 	watch_params *watch = NULL;
 
@@ -240,6 +256,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		if (rq == NULL)
 			return MHD_NO;
 		rq->start_us = now_us();
+		rq->conn = c;
+		api_resp_init(&rq->resp);
 		ki_buf_init(&rq->body);
 		snprintf(rq->method, sizeof(rq->method), "%s", method);
 		snprintf(rq->path, sizeof(rq->path), "%s", url);
@@ -267,14 +285,21 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			ki_buf_free(&rq->body);
 		return MHD_YES;
 	}
-	api_resp_init(&r);
+	rp = &rq->resp;
+	if (rq->waiting) {
+		/* Resumed: the group commit is done and rp is the answer. */
+		if (!__atomic_load_n(&rq->answered, __ATOMIC_ACQUIRE))
+			return MHD_YES;
+		rq->waiting = 0;
+		goto answer;
+	}
 	if (rq->too_large) {
 		api_status st;
 
 		api_status_init(&st);
 		api_status_fail(&st, 413, "RequestEntityTooLarge", "the request body "
 		    "is larger than the limit of %zu bytes", rq->limit);
-		api_resp_status(&r, &st);
+		api_resp_status(rp, &st);
 		api_status_free(&st);
 	} else {
 		lookup lk = { c };
@@ -289,18 +314,27 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		req.body = rq->body.data ? rq->body.data : "";
 		req.body_len = rq->body.len;
 		req.loopback = is_loopback(c);
-		router_dispatch(s->rt, &req, &r, &watch);
+		router_dispatch(s->rt, &req, rp, &watch);
 		if (watch != NULL) {
 			rq->status = 200;
 			ret = (enum MHD_Result)watch_start(s->hub, c, watch);
 			free(watch);
-			api_resp_free(&r);
 			ki_buf_free(&rq->body);
 			return ret;
 		}
+		if (rp->job != NULL) {
+			/* Wait for the batch's commit without holding a thread:
+			 * suspend first, so the wake-up cannot come before. */
+			rq->waiting = 1;
+			MHD_suspend_connection(c);
+			api_create_submit(s->rt->api, rp, commit_done, rq);
+			return MHD_YES;
+		}
 	}
-	ret = send_resp(c, rq, &r, strcmp(method, "HEAD") == 0);
-	api_resp_free(&r);
+answer:
+	ret = send_resp(c, rq, rp, strcmp(method, "HEAD") == 0);
+	api_resp_free(rp);
+	api_resp_init(rp);
 	ki_buf_free(&rq->body);
 	return ret;
 }
@@ -328,6 +362,7 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	    rq->bytes, (unsigned long long)us,
 	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted");
 	ki_buf_free(&rq->body);
+	api_resp_free(&rq->resp);
 	free(rq);
 	*con_cls = NULL;
 }

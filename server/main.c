@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "api/auth.h"
+#include "api/commit.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
 #include "lib/log.h"
@@ -152,6 +153,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
+	api_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -271,12 +273,21 @@ main(int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
+	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+		log_error("cannot start the committer");
+		verifier_stop(hk.ver);
+		watch_hub_destroy(hub);
+		store_close(st);
+		return 1;
+	}
+	api.committer = committer;
 	rt.api = &api;
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
+		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		store_close(st);
@@ -310,6 +321,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
+	api_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	store_close(st);

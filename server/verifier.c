@@ -102,7 +102,7 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot start %s: %s", v->program,
+		snprintf(err, errlen, "cannot start %.400s: %s", v->program,
 		    strerror(rc));
 		pid = -1;
 		goto out;

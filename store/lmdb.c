@@ -46,6 +46,7 @@ struct store {
 struct store_txn {
 	store *s;
 	MDB_txn *txn;
+	struct store_txn *parent;
 	int write;
 	uint64_t rv;      /* store-wide rv including this txn's puts */
 	int dirty;
@@ -204,10 +205,44 @@ store_begin(store *s, int write, store_txn **out)
 }
 
 int
+store_begin_child(store_txn *parent, store_txn **out)
+{
+	store_txn *t;
+	int rc;
+
+	*out = NULL;
+	if (!parent->write)
+		return KI_EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return KI_ENOMEM;
+	t->s = parent->s;
+	t->parent = parent;
+	t->write = 1;
+	t->rv = parent->rv;
+	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
+	if (rc != 0) {
+		free(t);
+		return map_rc(rc);
+	}
+	*out = t;
+	return KI_OK;
+}
+
+int
 store_commit(store_txn *t)
 {
 	int rc = KI_OK;
 
+	if (t->parent != NULL) {
+		rc = map_rc(mdb_txn_commit(t->txn));
+		if (rc == KI_OK) {
+			t->parent->rv = t->rv;
+			t->parent->dirty |= t->dirty;
+		}
+		free(t);
+		return rc;
+	}
 	if (t->write && t->dirty)
 		rc = meta_put_u64(t, "rv", t->rv);
 	if (rc != KI_OK) {

@@ -84,7 +84,12 @@ void store_close(store *s);
 /* Begins a transaction. A write transaction excludes other writers until it
  * ends. Free with store_commit() or store_abort(). */
 int store_begin(store *s, int write, store_txn **out);
-/* Commits (and syncs); the transaction is freed whatever the result. */
+/* Begins a child of a write transaction: its writes join the parent's when
+ * it commits, and vanish when it aborts (LMDB nested transactions). Used
+ * to batch many requests into one synced commit. */
+int store_begin_child(store_txn *parent, store_txn **out);
+/* Commits (and syncs; a child only joins its parent); the transaction is
+ * freed whatever the result. */
 int store_commit(store_txn *t);
 /* Aborts; the transaction is freed. Safe on NULL. */
 void store_abort(store_txn *t);

@@ -119,6 +119,7 @@ export function unmount() {
   if (ctl) ctl.abort();
   if (unsub) unsub();
   clearTimeout(refreshTimer);
+  refreshTimer = null;
   root = els = null;
   dataKey = null;
 }
@@ -357,8 +358,8 @@ function onEvent(ev) {
   }
   if (ev.type === 'DELETED') arrived = arrived.filter((r) => r.metadata.name !== ev.object.metadata.name);
   renderArrived();
-  clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(refreshCounts, 400);
+  // At most one refresh of the counts per half second, however fast runs arrive.
+  if (!refreshTimer) refreshTimer = setTimeout(() => { refreshTimer = null; refreshCounts(); }, 500);
 }
 
 function renderArrived() {

@@ -65,6 +65,7 @@ export function unmount() {
   if (ctl) ctl.abort();
   if (unsub) unsub();
   clearTimeout(redrawTimer);
+  redrawTimer = null;
   root = els = data = null;
 }
 
@@ -187,13 +188,13 @@ async function group(runs, signal) {
   await Promise.all(digests.map((d) => api.object(d).then((w) => workloads.set(d, w), () => workloads.set(d, null))));
   if (signal && signal.aborted) return null;
   const fams = new Map();
-  let unplaced = 0;
+  const unplaced = [];
   for (const r of runs.values()) {
     const w = workloads.get(r.spec && r.spec.workloadDigest);
     const f = w ? familyOf(w) : null;
     const l = labels(r);
     if (!f || !Number.isFinite(f.x)) {
-      unplaced += 1;
+      unplaced.push(r);
       continue;
     }
     if (!fams.has(f.key)) fams.set(f.key, { ...f, gpus: new Map(), count: 0 });
@@ -243,7 +244,11 @@ async function draw(st, metric, pass, signal) {
   const logY = st.logy === '1';
   const status = [];
   if (data.truncated) status.push(notice('warn', `Showing the first ${int(MAX_RUNS)} matching runs.`, 'Pick one GPU, provider or data type above to see the rest.'));
-  if (unplaced) status.push(notice('warn', `${int(unplaced)} run${unplaced === 1 ? ' is' : 's are'} not plotted: ${unplaced === 1 ? 'its' : 'their'} workload is unresolved or names no swept parameter.`, 'Their runs are still listed in the catalog.'));
+  if (unplaced.length) {
+    const n = unplaced.length;
+    status.push(notice('warn', `${int(n)} run${n === 1 ? ' is' : 's are'} not plotted: ${n === 1 ? 'its' : 'their'} workload is unresolved or names no swept parameter.`,
+      h('p', n === 1 ? 'It is: ' : 'They include: ', unplaced.slice(0, 5).flatMap((r, i) => [i ? ', ' : '', h('a', { href: runHref(r.metadata.name) }, title(r))]), '.')));
+  }
   if (!fams.size) {
     put(els.status, ...status, notice('empty', `No ${METRICS[metric] || metric} runs of this kernel${pass ? ` for the ${pass} pass` : ''} can be plotted.`,
       h('p', 'Pick another metric or pass above, or ', h('a', { href: state.href({ view: 'catalog', kernel: st.kernel }) }, 'list the runs'), '.')));
@@ -352,11 +357,13 @@ function onEvent(ev) {
   if (ev.type === 'DELETED') data.runs.delete(name);
   else data.runs.set(name, ev.object);
   if (ev.type === 'ADDED') live.announce(`New run plotted: ${title(ev.object)}`);
-  clearTimeout(redrawTimer);
-  redrawTimer = setTimeout(() => {
-    if (!els || current !== st || !data) return;
-    draw(st, data.metric, data.pass);
-  }, 250);
+  if (!redrawTimer) {
+    redrawTimer = setTimeout(() => {
+      redrawTimer = null;
+      if (!els || current !== st || !data) return;
+      draw(st, data.metric, data.pass);
+    }, 300);
+  }
 }
 
 export default { mount, update, unmount };

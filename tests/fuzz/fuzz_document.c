@@ -11,6 +11,7 @@
  *    SHA-256 and its digest string parses back to the digest;
  *  - every api_create answer passes fuzz_check_resp(). */
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,55 @@ prepare_as(struct json_object *obj, const api_kind *expect)
 	api_unknown_free(&unk);
 }
 
+/* api_jcs_number against an independent oracle: the output reads back as
+ * v, has the ECMAScript shape, and has no more significant digits than the
+ * shortest "%.*e" form that reads back (printf rounds correctly, so that
+ * form can only be longer, where a neighbour of the nearest decimal fits
+ * and the nearest does not). */
+static void
+check_number(double v)
+{
+	char out[32], s[40];
+	int n = api_jcs_number(v, out), digits = 0, p;
+	const char *q;
+
+	if (!isfinite(v)) {
+		if (n != KI_EINVAL)
+			fuzz_fail("api_jcs_number accepted a non-finite number");
+		return;
+	}
+	if (n <= 0 || (size_t)n != strlen(out))
+		fuzz_fail("api_jcs_number(%.17g) returned %d", v, n);
+	if (strtod(out, NULL) != v && !(v == 0 && strcmp(out, "0") == 0))
+		fuzz_fail("api_jcs_number(%.17g) = %s does not read back", v, out);
+	for (q = out; *q && *q != 'e'; q++) {
+		if (*q >= '0' && *q <= '9' && (digits > 0 || *q != '0'))
+			digits++;
+		else if (!(*q >= '0' && *q <= '9') && *q != '.' && *q != '-')
+			fuzz_fail("api_jcs_number(%.17g) = %s", v, out);
+	}
+	/* Trailing zeros of an integer are not significant digits. */
+	if (strchr(out, '.') == NULL && strchr(out, 'e') == NULL)
+		for (q = out + strlen(out) - 1; q > out && *q == '0'; q--)
+			digits--;
+	if (v == 0)
+		return;
+	for (p = 1; p <= 17; p++) {
+		snprintf(s, sizeof(s), "%.*e", p - 1, v);
+		if (strtod(s, NULL) == v)
+			break;
+	}
+	if (digits > p)
+		fuzz_fail("api_jcs_number(%.17g) = %s: %d digits where %s has %d",
+		    v, out, digits, s, p);
+	if (out[0] == '.' || (out[0] == '-' && out[1] == '.') ||
+	    strstr(out, "e+0") || strstr(out, "e-0") || strstr(out, ".e") ||
+	    (strchr(out, '.') && strchr(out, 'e') == NULL &&
+	    out[strlen(out) - 1] == '0'))
+		fuzz_fail("api_jcs_number(%.17g) = %s is not ECMAScript's form",
+		    v, out);
+}
+
 static void
 create(const api_kind *coll, const char *body, size_t len, int ndjson,
 	int fv, int atomic)
@@ -172,6 +222,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > fuzz_limits.max_bulk_body)
 		return 0;
+	if (size >= sizeof(double)) {
+		double v;
+
+		memcpy(&v, data, sizeof(v));
+		check_number(v);
+	}
 	/* An exact-size copy for api_json_parse (which takes a length), and a
 	 * NUL-terminated one for api_create (bodies arrive so from http.c). */
 	text = malloc(size ? size : 1);

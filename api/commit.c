@@ -1,0 +1,141 @@
+/* api/commit.c — the committer thread. */
+#include "api/commit.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+struct api_committer {
+	store *s;
+	size_t max_batch;
+	void (*committed)(void *arg, uint64_t rv);
+	void *arg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	api_job *head, *tail;
+	int stop;
+	pthread_t thread;
+};
+
+/* Runs one batch: a parent transaction, a child per job, one sync. */
+static void
+run_batch(api_committer *c, api_job *jobs)
+{
+	store_txn *parent = NULL, *child;
+	int rc, wrote = 0;
+	uint64_t rv = 0;
+
+	rc = store_begin(c->s, 1, &parent);
+	for (api_job *j = jobs; j != NULL; j = j->next) {
+		if (rc != KI_OK) {
+			j->rc = rc;
+			continue;
+		}
+		if ((j->rc = store_begin_child(parent, &child)) != KI_OK)
+			continue;
+		j->rc = j->fn(child, j->arg);
+		if (j->rc == KI_OK) {
+			j->rc = store_commit(child);
+			wrote |= j->rc == KI_OK;
+		} else {
+			store_abort(child);
+		}
+	}
+	if (rc == KI_OK) {
+		rv = store_rv(parent);
+		rc = store_commit(parent);
+	}
+	if (rc == KI_OK && wrote && c->committed != NULL)
+		c->committed(c->arg, rv);
+	while (jobs != NULL) {
+		api_job *next = jobs->next;
+
+		/* done() may free the job. */
+		jobs->done(jobs, rc);
+		jobs = next;
+	}
+}
+
+static void *
+loop(void *arg)
+{
+	api_committer *c = arg;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		api_job *batch, *last;
+		size_t n = 1;
+
+		while (c->head == NULL && !c->stop)
+			pthread_cond_wait(&c->cv, &c->mu);
+		if (c->head == NULL && c->stop)
+			break;
+		batch = last = c->head;
+		while (last->next != NULL && n < c->max_batch) {
+			last = last->next;
+			n++;
+		}
+		c->head = last->next;
+		if (c->head == NULL)
+			c->tail = NULL;
+		last->next = NULL;
+		pthread_mutex_unlock(&c->mu);
+		run_batch(c, batch);
+		pthread_mutex_lock(&c->mu);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+int
+api_committer_start(api_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg)
+{
+	api_committer *c = calloc(1, sizeof(*c));
+
+	*out = NULL;
+	if (c == NULL)
+		return KI_ENOMEM;
+	c->s = s;
+	c->max_batch = max_batch ? max_batch : 256;
+	c->committed = committed;
+	c->arg = arg;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	if (pthread_create(&c->thread, NULL, loop, c) != 0) {
+		pthread_mutex_destroy(&c->mu);
+		pthread_cond_destroy(&c->cv);
+		free(c);
+		return KI_EIO;
+	}
+	*out = c;
+	return KI_OK;
+}
+
+void
+api_committer_submit(api_committer *c, api_job *job)
+{
+	job->next = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (c->tail != NULL)
+		c->tail->next = job;
+	else
+		c->head = job;
+	c->tail = job;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void
+api_committer_stop(api_committer *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->stop = 1;
+	pthread_cond_signal(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}

@@ -1,0 +1,41 @@
+/* api/commit.h — group commit: concurrent write requests share one synced
+ * LMDB commit. Each request's writes run in a child transaction of the
+ * batch, so one request's failure leaves the others intact; every answer
+ * waits until the batch is on disk. */
+#ifndef API_COMMIT_H
+#define API_COMMIT_H
+
+#include <stddef.h>
+
+#include "store/store.h"
+
+typedef struct api_job api_job;
+/* The work of one request, run inside txn by the committer. Returns 0 to
+ * keep its writes, anything else to drop them (its answer is already
+ * rendered either way). */
+typedef int (*api_job_fn)(store_txn *txn, void *arg);
+/* Called once the batch holding the job is committed (or failed):
+ * commit_rc is the batch commit's result. */
+typedef void (*api_job_done)(api_job *job, int commit_rc);
+
+struct api_job {
+	api_job_fn fn;
+	void *arg;
+	int rc;                   /* fn's result */
+	api_job_done done;
+	void *cookie;             /* for done: whom to wake */
+	api_job *next;
+};
+
+typedef struct api_committer api_committer;
+
+/* Starts the committer thread over s. committed(arg, rv) is called after
+ * each batch that wrote something. */
+int api_committer_start(api_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg);
+/* Queues a job; its done() runs on the committer thread. */
+void api_committer_submit(api_committer *c, api_job *job);
+/* Runs what is queued, then stops. */
+void api_committer_stop(api_committer *c);
+
+#endif
