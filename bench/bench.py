@@ -5,7 +5,9 @@
   template SEED OUT             the seed bundle with "@ID@" in its run name and
                                 sourceNative.externalId (for the wrk scripts)
   rv URL                        the resourceVersion of the list at URL
-  ready URL TIMEOUT             wait until URL answers 200; print the seconds
+  spawn LOG URL TIMEOUT CMD...  start CMD (output to LOG), wait until URL
+                                answers 200; print "PID SECONDS" (from the
+                                start of CMD to its first 200)
   load PORT TEMPLATES START N SECONDS
                                 POST bundles START..START+N-1 as NDJSON, 10,000
                                 a request, stopping after SECONDS; print
@@ -60,17 +62,25 @@ def rv(url):
     print(json.loads(body)["metadata"]["resourceVersion"])
 
 
-def ready(url, timeout):
+def spawn(log, url, timeout, *cmd):
+    import subprocess
+    out = open(log, "ab")
     t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out,
+                         stderr=subprocess.STDOUT)
     while time.monotonic() - t0 < float(timeout):
+        if p.poll() is not None:
+            sys.exit("spawn: %s exited with %d (see %s)" % (cmd[0],
+                                                          p.returncode, log))
         try:
             if get(url, 1)[0] == 200:
-                print("%.3f" % (time.monotonic() - t0))
+                print(p.pid, "%.4f" % (time.monotonic() - t0))
                 return
         except OSError:
             pass
-        time.sleep(0.005)
-    sys.exit("ready: %s did not answer 200 in %s s" % (url, timeout))
+        time.sleep(0.002)
+    p.terminate()
+    sys.exit("spawn: %s did not answer 200 in %s s" % (url, timeout))
 
 
 def load(port, templates, start, n, seconds):
@@ -356,7 +366,7 @@ def table(results, out):
 
 def main(argv):
     cmds = {"freeport": freeport, "template": template, "rv": rv,
-            "ready": ready, "load": load, "walk": walk, "calls": calls,
+            "spawn": spawn, "load": load, "walk": walk, "calls": calls,
             "table": table}
     if len(argv) < 2 or argv[1] not in cmds:
         sys.exit(__doc__)

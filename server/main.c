@@ -1,7 +1,10 @@
 /* server/main.c — kernelindexd: reads the configuration, opens the store,
  * serves HTTP until SIGTERM or SIGINT. Wiring only; the work is in the
  * library. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,11 +129,56 @@ token_command(const ki_config *cfg, int argc, char **argv)
 	return rc == KI_OK ? 0 : 1;
 }
 
+/* kernelindexd [--data-dir DIR] backup FILE: a consistent compacted copy
+ * of the store, taken while a daemon may be writing. Restore: stop the
+ * daemon, put FILE as DIR/data.mdb (remove DIR/lock.mdb), start it. */
+static int
+backup_command(const ki_config *cfg, int argc, char **argv)
+{
+	store_options so;
+	store *st = NULL;
+	int fd, rc;
+
+	if (argc != 1) {
+		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] backup FILE\n");
+		return 2;
+	}
+	memset(&so, 0, sizeof(so));
+	so.map_size = cfg->map_size;
+	so.history = cfg->history;
+	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
+		    cfg->data_dir, ki_strerror(rc));
+		return 1;
+	}
+	fd = open(argv[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fprintf(stderr, "kernelindexd backup: %s: %s\n", argv[0],
+		    strerror(errno));
+		store_close(st);
+		return 1;
+	}
+	rc = store_backup_fd(st, fd);
+	if (rc == KI_OK && fsync(fd) != 0)
+		rc = KI_EIO;
+	close(fd);
+	store_close(st);
+	if (rc != KI_OK) {
+		unlink(argv[0]);
+		fprintf(stderr, "kernelindexd backup: %s\n", ki_strerror(rc));
+		return 1;
+	}
+	fprintf(stderr, "backup of %s written to %s\n", cfg->data_dir, argv[0]);
+	return 0;
+}
+
 static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: kernelindexd [--config FILE] [--check] "
-	    "[--OPTION VALUE]...\n\n"
+	    "[--OPTION VALUE]...\n"
+	    "       kernelindexd [OPTIONS] token create|list|revoke ...\n"
+	    "       kernelindexd [OPTIONS] backup FILE\n\n"
 	    "Serves the kernelindex.dev API from an embedded LMDB store.\n\n"
 	    "  --config FILE          read options from FILE (name = value)\n"
 	    "  --check                validate the configuration and exit\n"
@@ -163,7 +211,8 @@ main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
-		else if (strcmp(argv[i], "token") == 0) {
+		else if (strcmp(argv[i], "token") == 0 ||
+		    strcmp(argv[i], "backup") == 0) {
 			/* Options before "token" are the daemon's; the rest is the
 			 * subcommand's. */
 			sub = i;
@@ -229,6 +278,8 @@ main(int argc, char **argv)
 		printf("configuration ok\n");
 		return 0;
 	}
+	if (sub > 0 && strcmp(argv[sub], "backup") == 0)
+		return backup_command(&cfg, sub_argc, sub_argv);
 	if (sub > 0)
 		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));

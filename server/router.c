@@ -605,6 +605,69 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 	method_not_allowed(r, req->method);
 }
 
+/* POST /admin/backup {"path": "/srv/backups/ki-1.mdb"}: a consistent,
+ * compacted copy of the store written by the server to a new file. */
+static void
+admin_backup(router *rt, const http_req *req, api_resp *r)
+{
+	struct json_object *o = NULL;
+	const char *path;
+	api_status st;
+	struct stat sb;
+	int fd, rc;
+
+	if (who.role < API_ROLE_ADMIN && !(!who.tokens_exist && who.loopback &&
+	    !who.token)) {
+		fail(r, who.token ? 403 : 401, who.token ? "Forbidden" :
+		    "Unauthorized", "backups need an admin token");
+		return;
+	}
+	if (strcmp(req->method, "POST") != 0) {
+		method_not_allowed(r, req->method);
+		return;
+	}
+	api_status_init(&st);
+	if (api_json_parse(req->body, req->body_len, 4, &o, &st) != KI_OK) {
+		api_resp_status(r, &st);
+		api_status_free(&st);
+		return;
+	}
+	api_status_free(&st);
+	path = json_object_get_string(json_object_object_get(o, "path"));
+	if (path == NULL || path[0] != '/') {
+		json_object_put(o);
+		fail(r, 422, "Invalid", "path: an absolute path for the new file is "
+		    "required");
+		return;
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		fail(r, errno == EEXIST ? 409 : 422, errno == EEXIST ?
+		    "AlreadyExists" : "Invalid", "path: %.200s: %s", path,
+		    strerror(errno));
+		json_object_put(o);
+		return;
+	}
+	rc = store_backup_fd(rt->api->st, fd);
+	if (rc == KI_OK && fsync(fd) != 0)
+		rc = KI_EIO;
+	if (rc == KI_OK && fstat(fd, &sb) != 0)
+		rc = KI_EIO;
+	close(fd);
+	if (rc != KI_OK) {
+		unlink(path);
+		json_object_put(o);
+		fail(r, 500, "InternalError", "backup: %s", ki_strerror(rc));
+		return;
+	}
+	ki_buf_puts(&r->body, "{\"kind\":\"Backup\",\"apiVersion\":"
+	    "\"kernelindex.dev/v1alpha1\",\"path\":");
+	ki_buf_json_string(&r->body, path, strlen(path));
+	ki_buf_printf(&r->body, ",\"bytes\":%lld}", (long long)sb.st_size);
+	json_object_put(o);
+	r->code = 201;
+}
+
 void
 router_dispatch(router *rt, const http_req *in, api_resp *r,
 	watch_params **watch)
@@ -642,6 +705,10 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 	}
 	if (strncmp(p, "/admin/tokens", 13) == 0) {
 		admin_tokens(rt, req, p + 13, r);
+		return;
+	}
+	if (strcmp(p, "/admin/backup") == 0) {
+		admin_backup(rt, req, r);
 		return;
 	}
 	size_t plen = strlen(API_PREFIX);

@@ -1044,3 +1044,9 @@ store_token_count(store_txn *t, uint64_t *out)
 	*out = rc == 0 ? st.ms_entries : 0;
 	return map_rc(rc);
 }
+
+int
+store_backup_fd(store *s, int fd)
+{
+	return map_rc(mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT));
+}

@@ -173,6 +173,10 @@ int store_token_list(store_txn *t, store_token_fn fn, void *arg);
 /* Number of tokens (0: none configured). */
 int store_token_count(store_txn *t, uint64_t *out);
 
+/* Writes a consistent, compacted copy of the store to fd (a data.mdb file)
+ * while writes continue (LMDB's mdb_env_copyfd2 with MDB_CP_COMPACT). */
+int store_backup_fd(store *s, int fd);
+
 /* Statistics for /metrics. */
 typedef struct store_stats {
 	uint64_t map_size, map_used, page_size, entries;
