@@ -146,7 +146,7 @@ def walk(url, query, offset):
             sys.exit("walk: stopped at %d: HTTP %d" % (done, resp.status))
         tok = m.group(1).decode()
         done += lim
-    print(tok)
+    print(urllib.parse.quote(tok, safe=""))
 
 
 def calls(url, n, method, tpl=None):
@@ -350,18 +350,32 @@ def table(results, out):
         add("RSS after %s (MB)" % k[4:].replace("_", " "), fmt(m(k)), "", "", "",
             None)
 
+    hot = [(k[4:], v) for k, v in info.items() if k.startswith("hot_")]
+    unmet = ["- %s: %s%s (goal: %s)" % (r[0].strip(" …"), r[1] or r[3],
+                                          "" if not r[1] or not r[3] else
+                                          ", " + r[3], r[4])
+             for r in rows if r[5] == "**NOT MET**"]
+
     lines = ["| benchmark | kernelindexd | peer | ratio | goal (issue 8) | |",
              "|---|---:|---:|---:|---|---|"]
     for r in rows:
         lines.append("| %s |" % " | ".join(x.replace("|", "\\|") for x in r))
     text = "\n".join(lines) + "\n"
+    if hot:
+        text += ("\nHottest functions by their own instructions "
+                 "(callgrind, 200 requests each):\n\n")
+        text += "".join("- %s: %s\n" % (op.replace("_", " by "), v)
+                        for op, v in sorted(hot))
+    if unmet:
+        text += "\nGoals of issue 8 not met in this run:\n\n"
+        text += "\n".join(unmet) + "\n"
+    if notes:
+        text += "\nNotes from the run:\n\n"
+        text += "\n".join("- " + n for n in notes) + "\n"
     sys.stdout.write(text)
     if out:
         with open(out, "w", encoding="utf-8") as f:
-            f.write(info.get("header", "") + "\n" if "header" in info else "")
             f.write(text)
-            if notes:
-                f.write("\n" + "\n".join("- " + n for n in notes) + "\n")
 
 
 def main(argv):

@@ -151,7 +151,7 @@ export function plot(opts) {
     svg.append(s('path', { class: 'floor', d: fl.map((p, i) => `${i ? 'L' : 'M'}${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(''), dataset: { floor: fl.length } },
       s('title', opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
     const last = fl[fl.length - 1];
-    svg.append(s('text', { x: X(last.x) - 4, y: Y(last.y) - 6, 'text-anchor': 'end', class: 'floor-label' }, 'physical floor'));
+    svg.append(s('text', { x: X(last.x) - 6, y: Math.min(Y(last.y) + 16, H - M.b - 4), 'text-anchor': 'end', class: 'floor-label' }, 'physical floor'));
   }
 
   const tip = h('div', { class: 'tip', hidden: true, role: 'tooltip', id: `${titleId}-tip` });

@@ -59,7 +59,7 @@ static int
 post(const api_kind *k, const char *body, const api_write_opts *o,
 	api_resp *r)
 {
-	api_write_opts none = { 0, API_FV_WARN, 0 };
+	api_write_opts none = { .field_validation = API_FV_WARN };
 
 	api_resp_init(r);
 	api_create(&ctx, k, body, strlen(body), 0, o ? o : &none, r);
@@ -281,9 +281,9 @@ test_unknown_fields(void)
 	const char *doc = "{\"apiVersion\":\"kernelindex.dev/v1alpha1\","
 	    "\"kind\":\"BenchmarkProtocol\",\"metadata\":{\"name\":\"uf\"},"
 	    "\"spec\":{" PROTO_OK ",\"bogus\":1}}";
-	api_write_opts strict = { 0, API_FV_STRICT, 0 };
-	api_write_opts warn = { 0, API_FV_WARN, 0 };
-	api_write_opts dry = { 1, API_FV_IGNORE, 0 };
+	api_write_opts strict = { .field_validation = API_FV_STRICT };
+	api_write_opts warn = { .field_validation = API_FV_WARN };
+	api_write_opts dry = { .dry_run = 1, .field_validation = API_FV_IGNORE };
 	api_resp r;
 	uint64_t rv = current_rv();
 

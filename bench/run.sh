@@ -1,0 +1,549 @@
+#!/usr/bin/env bash
+# bench/run.sh — measures kernelindexd side by side with its peers (nginx for
+# reads, etcd for durable writes) in one run on this machine, prints a table
+# of figures and ratios (medians of 3 runs) and writes bench/results.md.
+#
+# usage: bench/run.sh            (as root: installs wrk, nginx, etcd-server,
+#                                 python3 and valgrind with apt-get if missing)
+#
+# Environment:
+#   KI_DAEMON        the kernelindexd to measure (default: build the release
+#                    daemon in build/release); KI_CLI the kernelindex CLI
+#                    (default: next to KI_DAEMON)
+#   KI_SHARED_DIR    where seed/ and data/liger/ are (default: ../shared)
+#   KI_BENCH_RUNS    runs in the large list store (default 1000000)
+#   KI_BENCH_LOAD_S  seconds the large store may take to load (default 200)
+#   KI_BENCH_OUT     the results file (default bench/results.md)
+#   KI_BENCH_KEEP=1  keep the temporary directory
+#   KI_BENCH_QUICK=1 one short run of everything, to check the suite itself
+#                    (its figures mean nothing; writes no results file
+#                    unless KI_BENCH_OUT is set)
+#
+# All traffic goes to 127.0.0.1. Every server gets its own free port and its
+# own directory under one temporary directory; a trap stops them all.
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/.." && pwd)
+SHARED=${KI_SHARED_DIR:-$TOP/../shared}
+SEED=$SHARED/seed/embedding-full-huggingface-a100.json
+CSV=$SHARED/data/liger/all_benchmark_data.csv
+TARGET_RUNS=${KI_BENCH_RUNS:-1000000}
+LOAD_S=${KI_BENCH_LOAD_S:-200}
+OUTFILE=${KI_BENCH_OUT:-$HERE/results.md}
+API=/apis/kernelindex.dev/v1alpha1
+REPS=3            # runs of each measurement; the table shows the median
+GET_D=10          # seconds of each wrk run for GETs and POSTs
+LAT_D=5           # seconds of each single-connection latency run
+LIST_D=3          # seconds of each list latency run
+WATCH_D=6         # seconds of writing in each watch round
+WATCH_RATE=1000   # runs/s offered while watchers listen
+if [ "${KI_BENCH_QUICK:-0}" = 1 ]; then
+	REPS=1 GET_D=2 LAT_D=1 LIST_D=1 WATCH_D=2
+	TARGET_RUNS=${KI_BENCH_RUNS:-20000} LOAD_S=${KI_BENCH_LOAD_S:-30}
+	OUTFILE=${KI_BENCH_OUT:-/dev/null}
+fi
+
+START_S=$(date +%s)
+say() { printf '%s\n' "$*" >&2; }
+die() { say "run.sh: $*"; exit 1; }
+
+# ---- what the suite needs ----
+need=""
+command -v wrk >/dev/null || need="$need wrk"
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need="$need nginx"
+command -v etcd >/dev/null || need="$need etcd-server"
+command -v python3 >/dev/null || need="$need python3"
+command -v curl >/dev/null || need="$need curl"
+command -v cc >/dev/null || need="$need gcc"
+command -v valgrind >/dev/null || need="$need valgrind"
+if [ -n "$need" ]; then
+	[ "$(id -u)" = 0 ] || die "missing:$need (run as root to install them)"
+	say "installing:$need"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $need >&2
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+PY="python3 $HERE/bench.py"
+
+if [ -z "${KI_DAEMON:-}" ]; then
+	say "building the release daemon in build/release"
+	mkdir -p "$TOP/build/release"
+	(cd "$TOP/build/release" &&
+	    { [ -f Makefile ] || ../../configure -q CFLAGS="-O2 -g"; } &&
+	    make -j"$(nproc)" kernelindexd kernelindex >&2) ||
+	    die "the release build failed"
+	KI_DAEMON=$TOP/build/release/kernelindexd
+fi
+KI_CLI=${KI_CLI:-$(dirname "$KI_DAEMON")/kernelindex}
+[ -x "$KI_DAEMON" ] || die "no daemon at $KI_DAEMON"
+[ -x "$KI_CLI" ] || die "no CLI at $KI_CLI"
+[ -r "$SEED" ] && [ -r "$CSV" ] || die "no seed or CSV under $SHARED"
+
+# ---- one temporary directory, every server stopped on exit ----
+T=$(mktemp -d "${TMPDIR:-/tmp}/kibench.XXXXXX")
+RES=$T/results.txt
+: >"$RES"
+: >"$T/pids"
+cleanup() {
+	for p in $(cat "$T/pids" 2>/dev/null); do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in $(cat "$T/pids" 2>/dev/null); do
+		for _ in $(seq 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	if [ "${KI_BENCH_KEEP:-0}" = 1 ]; then
+		say "kept $T"
+	else
+		rm -rf "$T"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+# Watchers need a descriptor each, on both sides.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+rec() { echo "$1 $2" >>"$RES"; }
+info() { echo "info $1 $2" >>"$RES"; }
+note() { echo "note $*" >>"$RES"; say "  note: $*"; }
+port() { $PY freeport; }
+TCK=$(getconf CLK_TCK)
+
+# The process and its children (nginx's workers).
+tree() { echo "$1"; ps -o pid= --ppid "$1" 2>/dev/null || true; }
+# CPU time (clock ticks, user + system, every thread) of a process tree.
+ticks() {
+	local t=0 p v
+	for p in $(tree "$1"); do
+		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null |
+		    awk '{print $12 + $13}') || v=0
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+# Sum of a /proc/PID/status field (kB) over a process tree, in MB.
+status_mb() {
+	local p
+	for p in $(tree "$1"); do
+		grep "^$2:" "/proc/$p/status" 2>/dev/null || true
+	done | awk '{s += $2} END {printf "%.1f\n", s / 1024}'
+}
+rss() { rec "rss_$1" "$(status_mb "$2" VmRSS)"; }
+
+# stop PID: SIGTERM, then wait until it is gone.
+stop() {
+	kill -TERM "$1" 2>/dev/null || return 0
+	for _ in $(seq 300); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null || true
+}
+
+# start_ki DIR [OPTION VALUE]... — starts kernelindexd (behind the command
+# in the array KI_WRAP, if any) on DIR; sets KI_PID, KI_PORT, KI (the API
+# URL) and KI_READY_S (seconds from exec to the first 200 from /readyz).
+KI_WRAP=()
+start_ki() {
+	local dir=$1 out
+	shift
+	mkdir -p "$dir"
+	KI_PORT=$(port)
+	out=$($PY spawn "$T/kernelindexd.log" \
+	    "http://127.0.0.1:$KI_PORT/readyz" 120 "${KI_WRAP[@]}" "$KI_DAEMON" \
+	    --listen "127.0.0.1:$KI_PORT" --data-dir "$dir" --log-level warn \
+	    "$@") ||
+	    die "kernelindexd did not start (see the log below)
+$(tail -5 "$T/kernelindexd.log")"
+	KI_PID=${out% *}
+	KI_READY_S=${out#* }
+	echo "$KI_PID" >>"$T/pids"
+	KI=http://127.0.0.1:$KI_PORT$API
+}
+
+# wrk_run KEY PID WRK-ARGS... — runs wrk (whose script prints a KIRESULT
+# line) and records KEY_rps, KEY_p50_us, KEY_p99_us and KEY_cpu_us, the
+# server's CPU time per request (PID's process tree).
+wrk_run() {
+	local key=$1 pid=$2 t0 t1 out line
+	shift 2
+	t0=$(ticks "$pid")
+	out=$(wrk "$@" 2>&1) || die "wrk failed: $out"
+	t1=$(ticks "$pid")
+	line=$(printf '%s\n' "$out" | grep '^KIRESULT' | tail -1)
+	[ -n "$line" ] || die "wrk printed no result: $out"
+	W_rps= W_requests= W_p50_us= W_p99_us= W_errors=0 W_status_errors=0
+	W_bad=0
+	eval "$(printf '%s\n' "${line#KIRESULT }" | tr ' ' '\n' |
+	    grep -E '^[a-z0-9_]+=[0-9.]+$' | sed 's/^/W_/')"
+	rec "${key}_rps" "$W_rps"
+	rec "${key}_p50_us" "$W_p50_us"
+	rec "${key}_p99_us" "$W_p99_us"
+	if [ "${W_requests:-0}" -gt 0 ]; then
+		rec "${key}_cpu_us" "$(awk -v d=$((t1 - t0)) -v n="$W_requests" \
+		    -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
+	fi
+	if [ "$W_errors" != 0 ] || [ "$W_status_errors" != 0 ] ||
+	    [ "$W_bad" != 0 ] ||
+	    printf '%s\n' "$out" | grep -q 'Non-2xx'; then
+		note "$key: $W_errors socket errors, $W_status_errors answers" \
+		    "≥ 400, $W_bad with an unexpected status in $W_requests" \
+		    "requests"
+	fi
+	say "  $key: $W_rps req/s, p50 ${W_p50_us} µs, p99 ${W_p99_us} µs"
+}
+
+# ---- the machine ----
+MODEL=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -1)
+MEM=$(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)
+OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
+say "machine: $(nproc) CPUs, $MODEL, $MEM, $(uname -r)"
+say "temporary directory: $T"
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+$PY template "$SEED" "$T/bundle.tpl"
+SEED_NAME=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["metadata"]["name"])' "$SEED")
+base64 -w0 "$SEED" >"$T/seed.b64"
+"$KI_CLI" import liger "$CSV" --dry-run -o ndjson >"$T/liger.ndjson" ||
+    die "the CLI could not convert the Liger CSV"
+CSV_ROWS=$(wc -l <"$T/liger.ndjson")
+cc -O2 -Wall -o "$T/fanout" "$HERE/fanout.c" || die "fanout.c did not build"
+
+# =====================================================================
+say "== 1. GET one object by name and by digest, against nginx"
+start_ki "$T/get"
+GET_PID=$KI_PID
+GET=$KI
+code=$(curl -sS -o "$T/post.json" -w '%{http_code}' \
+    -H 'Content-Type: application/json' --data-binary @"$SEED" \
+    "$GET/benchmarkruns")
+[ "$code" = 201 ] || die "POST of the seed answered $code"
+"$KI_CLI" --server "http://127.0.0.1:$KI_PORT" import liger "$CSV" \
+    >/dev/null || die "the Liger import failed"
+RUN_DIGEST=$(python3 -c 'import json,sys; print([i["digest"] for i in json.load(open(sys.argv[1]))["items"] if i["kind"] == "BenchmarkRun"][0])' "$T/post.json")
+P_NAME=$API/benchmarkruns/$SEED_NAME
+P_DIGEST=$API/objects/$RUN_DIGEST
+
+# nginx serves the same bytes under the same paths from files.
+mkdir -p "$T/nginx/www$API/benchmarkruns" "$T/nginx/www$API/objects" \
+    "$T/nginx/tmp"
+curl -sSf -o "$T/nginx/www$P_NAME" "http://127.0.0.1:$KI_PORT$P_NAME"
+curl -sSf -o "$T/nginx/www$P_DIGEST" "http://127.0.0.1:$KI_PORT$P_DIGEST"
+NG_PORT=$(port)
+cat >"$T/nginx/nginx.conf" <<EOF
+# nginx as a static file server for the same bytes: one worker per CPU,
+# keep-alive without a request limit, no access log (kernelindexd runs with
+# --log-level warn, which logs no requests either).
+worker_processes $(nproc);
+daemon off;
+pid $T/nginx/nginx.pid;
+error_log $T/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	default_type application/json;
+	sendfile on;
+	tcp_nopush on;
+	keepalive_requests 1000000;
+	client_body_temp_path $T/nginx/tmp/body;
+	proxy_temp_path $T/nginx/tmp/proxy;
+	fastcgi_temp_path $T/nginx/tmp/fastcgi;
+	uwsgi_temp_path $T/nginx/tmp/uwsgi;
+	scgi_temp_path $T/nginx/tmp/scgi;
+	server {
+		listen 127.0.0.1:$NG_PORT;
+		root $T/nginx/www;
+	}
+}
+EOF
+# nginx's workers drop root: let them read the files.
+chmod -R a+rX "$T/nginx"
+chmod a+x "$T"
+out=$($PY spawn "$T/nginx/error.log" "http://127.0.0.1:$NG_PORT$P_NAME" 30 \
+    "$NGINX" -e "$T/nginx/error.log" -p "$T/nginx" -c "$T/nginx/nginx.conf") ||
+    die "nginx did not start: $(tail -3 "$T/nginx/error.log")"
+NG_PID=${out% *}
+echo "$NG_PID" >>"$T/pids"
+for p in "$P_NAME" "$P_DIGEST"; do
+	curl -sS "http://127.0.0.1:$NG_PORT$p" | cmp -s - "$T/nginx/www$p" ||
+	    die "nginx does not serve the bytes of $p"
+done
+for i in $(seq $REPS); do
+	for what in name digest; do
+		[ $what = name ] && p=$P_NAME || p=$P_DIGEST
+		wrk_run "get_${what}_ki" "$GET_PID" -t2 -c32 -d${GET_D}s \
+		    -s "$HERE/stats.lua" "http://127.0.0.1:$KI_PORT$p"
+		wrk_run "get_${what}_nginx" "$NG_PID" -t2 -c32 -d${GET_D}s \
+		    -s "$HERE/stats.lua" "http://127.0.0.1:$NG_PORT$p"
+	done
+done
+rss get_kernelindexd "$GET_PID"
+rss get_nginx "$NG_PID"
+stop "$NG_PID"
+
+# =====================================================================
+say "== 6. POST with dryRun=All: parse + validation + digest, no commit"
+for i in $(seq $REPS); do
+	wrk_run dryrun "$GET_PID" -t2 -c32 -d${GET_D}s -s "$HERE/post.lua" \
+	    "$GET/benchmarkruns?dryRun=All" -- "dry$i" "$T/bundle.tpl"
+done
+rss dryrun_kernelindexd "$GET_PID"
+
+# =====================================================================
+say "== 2. durable POST of seed bundles, against etcd v3 puts"
+mkdir -p "$T/etcd"
+E_PORT=$(port)
+E_PEER=$(port)
+out=$($PY spawn "$T/etcd/log" "http://127.0.0.1:$E_PORT/health" 60 \
+    etcd --name bench --data-dir "$T/etcd/data" \
+    --listen-client-urls "http://127.0.0.1:$E_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$E_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$E_PEER" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$E_PEER" \
+    --initial-cluster "bench=http://127.0.0.1:$E_PEER" \
+    --log-level warn) || die "etcd did not start: $(tail -3 "$T/etcd/log")"
+E_PID=${out% *}
+echo "$E_PID" >>"$T/pids"
+for i in $(seq $REPS); do
+	wrk_run post64_ki "$GET_PID" -t2 -c64 -d${GET_D}s -s "$HERE/post.lua" \
+	    "$GET/benchmarkruns" -- "p64r$i" "$T/bundle.tpl" 201
+	wrk_run post64_etcd "$E_PID" -t2 -c64 -d${GET_D}s \
+	    -s "$HERE/etcd_put.lua" "http://127.0.0.1:$E_PORT/v3/kv/put" -- \
+	    "p64r$i" "$T/seed.b64"
+done
+for i in $(seq $REPS); do
+	wrk_run post1_ki "$GET_PID" -t1 -c1 -d${LAT_D}s -s "$HERE/post.lua" \
+	    "$GET/benchmarkruns" -- "p1r$i" "$T/bundle.tpl" 201
+	wrk_run post1_etcd "$E_PID" -t1 -c1 -d${LAT_D}s \
+	    -s "$HERE/etcd_put.lua" "http://127.0.0.1:$E_PORT/v3/kv/put" -- \
+	    "p1r$i" "$T/seed.b64"
+done
+rss post_kernelindexd "$GET_PID"
+rss post_etcd "$E_PID"
+stop "$E_PID"
+
+# =====================================================================
+say "== 6b. instructions per request (callgrind)"
+stop "$GET_PID"
+if command -v valgrind >/dev/null && command -v callgrind_control >/dev/null
+then
+	mkdir -p "$T/cg"
+	KI_WRAP=(valgrind --tool=callgrind --callgrind-out-file="$T/cg/cg.out")
+	start_ki "$T/cg/data"
+	KI_WRAP=()
+	CG_PID=$KI_PID
+	curl -sS -o /dev/null -H 'Content-Type: application/json' \
+	    --data-binary @"$SEED" "$KI/benchmarkruns"
+	CG_DIGEST=$(curl -sS "$KI/benchmarkruns/$SEED_NAME" |
+	    python3 -c 'import json,sys; print(json.load(sys.stdin)["status"]["digest"])')
+	$PY calls "$KI/benchmarkruns/$SEED_NAME" 20 GET
+	# Each dump holds what happened since the one before: dump 1 is the
+	# start and the warm-up, dumps 2..5 one operation each.
+	callgrind_control -d "$CG_PID" >/dev/null
+	n=1
+	for op in get_name get_digest post dryrun; do
+		case $op in
+		get_name) $PY calls "$KI/benchmarkruns/$SEED_NAME" 200 GET ;;
+		get_digest) $PY calls "$KI/objects/$CG_DIGEST" 200 GET ;;
+		post) $PY calls "$KI/benchmarkruns" 200 POST "$T/bundle.tpl" ;;
+		dryrun) $PY calls "$KI/benchmarkruns?dryRun=All" 200 POST \
+		    "$T/bundle.tpl" ;;
+		esac
+		callgrind_control -d "$CG_PID" >/dev/null
+		n=$((n + 1))
+		f=$T/cg/cg.out.$n
+		for _ in $(seq 100); do
+			grep -q '^totals:' "$f" 2>/dev/null && break
+			sleep 0.1
+		done
+		ir=$(sed -n 's/^summary: //p' "$f")
+		[ -n "$ir" ] || die "no callgrind dump $f"
+		rec "ir_$op" "$((ir / 200))"
+		hot=$(callgrind_annotate --inclusive=no "$f" 2>/dev/null |
+		    sed -n '/file:function/,$p' | grep -E '^ *[0-9,]+ +\(' |
+		    head -3 |
+		    sed -E 's/^ *[0-9,]+ +\( *([0-9.]+)%\) +(.*:)?([^ :]+) +\[.*/\3 \1%/' |
+		    paste -sd, - | sed 's/,/, /g')
+		info "hot_$op" "$hot"
+		say "  $op: $((ir / 200)) instructions a request; hottest: $hot"
+	done
+	stop "$CG_PID"
+else
+	note "valgrind is missing: no instruction counts"
+fi
+
+# =====================================================================
+say "== 3. the Liger CSV through the CLI, fresh store each time"
+for i in $(seq $REPS); do
+	start_ki "$T/import$i"
+	t0=$(date +%s%N)
+	out=$("$KI_CLI" --server "http://127.0.0.1:$KI_PORT" import liger \
+	    "$CSV" 2>&1) || die "import failed: $out"
+	t1=$(date +%s%N)
+	printf '%s\n' "$out" | grep -q "$CSV_ROWS created, 0 unchanged, 0 failed" ||
+	    note "import $i: $(printf '%s\n' "$out" | tail -1)"
+	rec import_s "$(awk -v d=$((t1 - t0)) 'BEGIN {printf "%.3f", d / 1e9}')"
+	say "  import $i: $(awk -v d=$((t1 - t0)) 'BEGIN {printf "%.2f", d / 1e9}') s"
+	rss import_kernelindexd "$KI_PID"
+	stop "$KI_PID"
+	rm -rf "$T/import$i"
+done
+
+# =====================================================================
+say "== 4. lists at 10,000 runs and at a large store"
+LD=$T/list
+SMALL=10000
+# list_measure SCALE — the six queries, REPS times each, one connection.
+list_measure() {
+	local sc=$1 total emb off loff tok ltok i q url
+	curl -sS "$KI/facets" >"$T/facets.json"
+	total=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/facets.json")
+	emb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["labels"]["kernel"]["embedding"])' "$T/facets.json")
+	info "list_${sc}_runs" "$total"
+	info "list_${sc}_embedding" "$emb"
+	off=$((total * 9 / 10 / 100 * 100))
+	loff=$((emb * 9 / 10 / 100 * 100))
+	tok=$($PY walk "$KI/benchmarkruns" "" "$off")
+	ltok=$($PY walk "$KI/benchmarkruns" "labelSelector=kernel%3Dembedding" \
+	    "$loff")
+	info "list_${sc}_deep_page" "$((off / 100 + 1))"
+	info "list_${sc}_labeldeep_page" "$((loff / 100 + 1))"
+	for i in $(seq $REPS); do
+		for q in label field first deep labeldeep scan; do
+			case $q in
+			label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
+			field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
+			first) url="limit=100" ;;
+			deep) url="limit=100&continue=$tok" ;;
+			labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=$ltok" ;;
+			scan) url="limit=100&labelSelector=kernel%20in%20(swiglu)" ;;
+			esac
+			[ "$(curl -s -o /dev/null -w '%{http_code}' \
+			    "$KI/benchmarkruns?$url")" = 200 ] ||
+			    die "list $q answered non-200"
+			wrk_run "list_${sc}_$q" "$KI_PID" -t1 -c1 -d${LIST_D}s \
+			    --latency -s "$HERE/stats.lua" "$KI/benchmarkruns?$url"
+		done
+	done
+	rec "rssanon_${sc}_mb" "$(status_mb "$KI_PID" RssAnon)"
+	rss "list_${sc}_kernelindexd" "$KI_PID"
+	rec "store_${sc}_bytes_per_run" "$(($(stat -c %s "$LD/data.mdb") / total))"
+	info "store_${sc}_bytes" "$(stat -c %s "$LD/data.mdb")"
+}
+
+start_ki "$LD" --sync false --map-size 64G
+"$KI_CLI" --server "http://127.0.0.1:$KI_PORT" import liger "$CSV" \
+    >/dev/null || die "the Liger import failed"
+out=$($PY load "$KI_PORT" "$T/liger.ndjson" 0 $((SMALL - CSV_ROWS)) 600)
+say "  loaded to $SMALL runs: $out"
+stop "$KI_PID"
+start_ki "$LD" --map-size 64G
+rec ready_small_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
+list_measure small
+
+# The large store: as many runs as LOAD_S seconds allow, within half the
+# free disk (at the bytes per run just measured, doubled for safety).
+stop "$KI_PID"
+avail=$(df -B1 --output=avail "$T" | tail -1)
+per=$(($(stat -c %s "$LD/data.mdb") / SMALL))
+fit=$((avail / 2 / (2 * per)))
+LARGE=$TARGET_RUNS
+if [ "$fit" -lt "$LARGE" ]; then
+	note "the disk holds about $fit runs (at $per bytes a run, doubled, in" \
+	    "half of $avail free bytes): aiming for $fit, not $LARGE"
+	LARGE=$fit
+fi
+info list_target_runs "$LARGE"
+start_ki "$LD" --sync false --map-size 64G
+out=$($PY load "$KI_PORT" "$T/liger.ndjson" $((SMALL - CSV_ROWS)) \
+    $((LARGE - SMALL)) "$LOAD_S")
+say "  loaded $out"
+loaded=$(printf '%s\n' "$out" | sed -n 's/^loaded=\([0-9]*\).*/\1/p')
+secs=$(printf '%s\n' "$out" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
+rec load_rps "$(awk -v n="$loaded" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')"
+rss load_kernelindexd "$KI_PID"
+stop "$KI_PID"
+start_ki "$LD" --map-size 64G
+rec ready_large_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
+list_measure large
+stop "$KI_PID"
+rm -rf "$LD"
+
+# =====================================================================
+say "== 5. watch fan-out while runs are written"
+start_ki "$T/watch" --max-connections 4096 --max-per-ip 0
+curl -sS -o /dev/null -H 'Content-Type: application/json' \
+    --data-binary @"$SEED" "$KI/benchmarkruns"
+info watch_rate "$WATCH_RATE"
+for n in 0 100 1000; do
+	if [ "$n" = 1000 ] && [ "${watch_ok:-0}" != 1 ]; then
+		note "1,000 watchers skipped: 100 watchers did not all get every event"
+		break
+	fi
+	out=$("$T/fanout" 127.0.0.1 "$KI_PORT" "$n" "$API/benchmarkruns" \
+	    "$T/bundle.tpl" "w$n" "$WATCH_RATE" 16 "$WATCH_D" "$REPS") ||
+	    die "fanout failed: $out"
+	printf '%s\n' "$out" | sed 's/^/  /' >&2
+	streaming=$(printf '%s\n' "$out" | sed -n 's/^KIWATCHERS .*streaming=\([0-9]*\).*/\1/p')
+	[ "$streaming" = "$n" ] || note "$n watchers: only $streaming streaming"
+	watch_ok=1
+	while read -r line; do
+		W_rps= W_p50_us= W_p99_us= W_complete= W_drain_ms= W_failed=0
+		eval "$(printf '%s\n' "${line#KIWATCH }" | tr ' ' '\n' |
+		    grep -E '^[a-z0-9_]+=[0-9.]+$' | sed 's/^/W_/')"
+		rec "watch_${n}_rps" "$W_rps"
+		rec "watch_${n}_p50_us" "$W_p50_us"
+		rec "watch_${n}_p99_us" "$W_p99_us"
+		if [ "$n" != 0 ]; then
+			rec "watch_${n}_complete" "$W_complete"
+			rec "watch_${n}_drain_ms" "$W_drain_ms"
+			[ "$W_complete" = "$n" ] || watch_ok=0
+		fi
+		[ "$W_failed" = 0 ] || note "watch $n: $W_failed writes failed"
+	done <<EOF
+$(printf '%s\n' "$out" | grep '^KIWATCH ')
+EOF
+	rss "watch_${n}_kernelindexd" "$KI_PID"
+done
+stop "$KI_PID"
+
+# =====================================================================
+WALL=$(($(date +%s) - START_S))
+GIT=$(cd "$TOP" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(cd "$TOP" && git status --porcelain -- . ':!bench' 2>/dev/null)" ]
+then
+	GIT="$GIT + uncommitted changes"
+fi
+{
+	echo "# kernelindexd side by side with its peers"
+	echo
+	echo "Written by \`bench/run.sh\`; bench/README.md says what each row"
+	echo "measures. Client and servers share the machine's CPUs."
+	echo
+	echo "- machine: $(nproc) CPUs ($MODEL), $MEM, Linux $(uname -r), $OS"
+	echo "- load average when the suite started: $LOAD_AT_START"
+	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "- command: \`bench/run.sh\`" \
+	    "(KI_BENCH_RUNS=$TARGET_RUNS KI_BENCH_LOAD_S=$LOAD_S)"
+	echo "- kernelindexd: $("$KI_DAEMON" --version 2>&1 | head -1)," \
+	    "source $GIT"
+	echo "- peers: $("$NGINX" -v 2>&1 | sed 's/.*version: //'), etcd" \
+	    "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')," \
+	    "$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
+	echo "- wall time of the suite: ${WALL} s"
+	echo "- medians of $REPS runs"
+	echo
+} >"$T/header.md"
+cp "$T/header.md" "$OUTFILE"
+$PY table "$RES" "$T/table.md" >/dev/null
+cat "$T/table.md" >>"$OUTFILE"
+echo
+cat "$T/table.md"
+say
+say "wrote $OUTFILE (wall time ${WALL} s)"
