@@ -188,6 +188,10 @@ api_verify_claim(api_ctx *ctx, int include_running, char *name,
 		} else {
 			json_object_object_add(extra, "phase",
 			    json_object_new_string("Failed"));
+			json_object_object_add(extra, "verdict",
+			    json_object_new_string("Unverifiable"));
+			json_object_object_add(extra, "reason",
+			    json_object_new_string("UnresolvedWorkload"));
 			json_object_object_add(extra, "message",
 			    json_object_new_string(err));
 			add_condition(extra, "Complete", "False", "CannotBuildRequest",
@@ -269,7 +273,8 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 	store_txn *txn = NULL;
 	store_obj v, run;
 	char runname[STORE_MAX_NAME + 1], gpu[64], msg[512];
-	const char *verdict = "Failed", *ran_gpu = NULL;
+	const char *verdict = "Unverifiable", *reason = "ReferenceFailed";
+	const char *ran_gpu = NULL;
 	double claimed, ref = NAN, now = ctx->now();
 	int rc, ok = 0;
 
@@ -306,26 +311,26 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 		    json_object_object_get(res, "gpu"), "name"));
 		g = ran_gpu ? api_gpu_match_name(ran_gpu) : NULL;
 		if (!json_object_get_boolean(correct)) {
-			verdict = "ReferenceIncorrect";
+			reason = "ReferenceIncorrect";
 			snprintf(msg, sizeof(msg), "the reference kernel's output "
 			    "disagreed with the float64 computation (max relative "
 			    "error %g): no comparison is made", num_at(res,
 			    "maxRelError", NULL));
 		} else if (json_object_get_boolean(scaled)) {
-			verdict = "NotComparable";
+			reason = "ScaledDown";
 			ok = 1;
 			snprintf(msg, sizeof(msg), "the reference ran a reduced shape "
 			    "on the %s backend: it checks the path, not the figure",
 			    json_object_get_string(json_object_object_get(res,
 			    "backend")));
 		} else if (g == NULL || strcmp(g->id, gpu) != 0) {
-			verdict = "DifferentGPU";
+			reason = "NoMatchingGPU";
 			ok = 1;
 			snprintf(msg, sizeof(msg), "measured on %s, the run is from %s: "
 			    "the ratio compares different GPUs", ran_gpu ? ran_gpu :
 			    "an unknown GPU", gpu[0] ? gpu : "an unknown GPU");
 		} else if (isnan(claimed) || isnan(ref) || ref <= 0) {
-			verdict = "NotComparable";
+			reason = "NoLatency";
 			ok = 1;
 			snprintf(msg, sizeof(msg), "the run has no median latency to "
 			    "compare");
@@ -333,20 +338,36 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 			double ratio = claimed / ref;
 
 			ok = 1;
-			verdict = ratio < 1 / VERDICT_FACTOR ? "FasterThanReference" :
-			    ratio > VERDICT_FACTOR ? "SlowerThanReference" : "Consistent";
+			/* Faster than the reference by more than the factor is past
+			 * what the hardware gave the reference: the claim does not
+			 * hold up. Slower holds up: kernels may be slow. */
+			verdict = ratio < 1 / VERDICT_FACTOR ? "Implausible" :
+			    "Consistent";
+			reason = ratio < 1 / VERDICT_FACTOR ? "FasterThanReference" :
+			    ratio > VERDICT_FACTOR ? "SlowerThanReference" :
+			    "WithinReference";
 			snprintf(msg, sizeof(msg), "the claimed median is %.3g x the "
 			    "reference's on the same GPU", ratio);
 		}
 		json_object_object_add(extra, "result", json_object_get(res));
 	} else {
-		snprintf(msg, sizeof(msg), "%s", error ? error : res ?
-		    json_object_get_string(json_object_object_get(res, "error")) :
+		const char *e = res ? json_object_get_string(json_object_object_get(
+		    res, "error")) : NULL;
+
+		snprintf(msg, sizeof(msg), "%s", error ? error : e ? e :
 		    "the reference program gave no result");
+		/* The program's own refusals (an unknown kernel, no device, too
+		 * big for the card) are answers, not failures. */
+		if (error == NULL && e != NULL) {
+			ok = 1;
+			reason = strstr(e, "kernel") ? "UnknownKernel" :
+			    strstr(e, "device") ? "NoDevice" : "NotMeasurable";
+		}
 	}
 	json_object_object_add(extra, "phase", json_object_new_string(ok ?
 	    "Succeeded" : "Failed"));
 	json_object_object_add(extra, "verdict", json_object_new_string(verdict));
+	json_object_object_add(extra, "reason", json_object_new_string(reason));
 	json_object_object_add(extra, "message", json_object_new_string(msg));
 	if (!isnan(claimed))
 		json_object_object_add(extra, "claimedNs",
@@ -372,7 +393,8 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 	add_condition(extra, "Complete", ok ? "True" : "False", ok ? "Measured" :
 	    "Failed", msg, now);
 	add_condition(extra, "Verified", strcmp(verdict, "Consistent") == 0 ?
-	    "True" : "False", verdict, msg, now);
+	    "True" : strcmp(verdict, "Implausible") == 0 ? "False" : "Unknown",
+	    reason, msg, now);
 	if ((rc = set_status(ctx, txn, name, extra)) != KI_OK)
 		goto out;
 	/* Mirror onto the run. */
@@ -384,6 +406,8 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 		json_object_object_add(summary, "name", json_object_new_string(name));
 		json_object_object_add(summary, "verdict",
 		    json_object_new_string(verdict));
+		json_object_object_add(summary, "reason",
+		    json_object_new_string(reason));
 		json_object_object_add(summary, "message",
 		    json_object_new_string(msg));
 		if (!isnan(ref))

@@ -146,14 +146,28 @@ export async function update(st) {
   const facP = sel ? api.facets(sel, signal).catch((e) => e) : allP;
   const runsP = api.list('benchmarkruns', { limit: PAGE, cont: st.cont, labelSelector: sel || undefined }, signal).catch((e) => e);
 
-  const [all, fac] = await Promise.all([allP, facP]);
+  // Each part is drawn as its answer arrives: the runs do not wait for the
+  // counts, nor the counts for the filter menus' totals.
+  let facVal = null;
+  let runsDrawn = null;
+  allP.then((all) => { if (!signal.aborted) fillSelects(all instanceof Error ? null : all, st); });
+  const facDone = facP.then((fac) => {
+    if (signal.aborted) return fac;
+    facVal = fac;
+    renderSummary(fac, sel);
+    renderMatrix(fac, filters, st);
+    return fac;
+  });
+  const runsDone = runsP.then((page) => {
+    if (signal.aborted) return page;
+    runsDrawn = facVal;
+    renderRuns(page, st, facVal);
+    return page;
+  });
+  const [fac, page] = await Promise.all([facDone, runsDone, allP]);
   if (signal.aborted) return;
-  fillSelects(all instanceof Error ? null : all, st);
-  renderSummary(fac, sel);
-  renderMatrix(fac, filters, st);
-  const page = await runsP;
-  if (signal.aborted) return;
-  renderRuns(page, st, fac);
+  // The pager names the total once the counts are in.
+  if (runsDrawn === null && !(fac instanceof Error) && !(page instanceof Error)) renderRuns(page, st, fac);
   renderArrived();
   performance.mark('ki-catalog-ready');
   if (st.q) search(st, sel, signal);
