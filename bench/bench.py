@@ -15,6 +15,8 @@
   walk URL QUERY OFFSET         follow continue tokens of QUERY to OFFSET (a
                                 multiple of 100) and print that page's token
   calls URL N METHOD [TEMPLATE] N sequential keep-alive requests (for callgrind)
+  hot FILE                      the three functions of a callgrind dump with
+                                the most instructions of their own
   table RESULTS OUT             medians, ratios and goals as a markdown table
 """
 import base64
@@ -169,6 +171,31 @@ def calls(url, n, method, tpl=None):
         sys.exit("calls: %d of %s answers were not 2xx" % (bad, n))
 
 
+def hot(path):
+    import subprocess
+    out = subprocess.run(["callgrind_annotate", "--inclusive=no",
+                          "--threshold=100", path], capture_output=True,
+                         text=True).stdout
+    pat = re.compile(r"^\s*[\d,]+ \(\s*([\d.]+)%\)\s+(.*?)\s+\[(.*)\]\s*$")
+    top = []
+    for line in out.splitlines():
+        m = pat.match(line)
+        if not m:
+            continue
+        pct, where, obj = m.groups()
+        fn = where.rsplit(":", 1)[-1]
+        # A dump taken on demand charges everything to the threads' entry
+        # points as well; they are no function's own cost.
+        if fn in ("clone", "start_thread", "(below main)") or \
+                float(pct) >= 99.9:
+            continue
+        lib = os.path.basename(obj).split(".so")[0]
+        top.append("%s (%s) %s%%" % (fn, lib, pct))
+        if len(top) == 3:
+            break
+    print(", ".join(top))
+
+
 # ---- the table ----
 
 def med(v):
@@ -251,6 +278,9 @@ def table(results, out):
     add("  server CPU per durable POST (µs)", fmt(m("post64_ki_cpu_us")),
         fmt(m("post64_etcd_cpu_us")) + " etcd",
         fmt(ratio("post64_ki_cpu_us", "post64_etcd_cpu_us"), "×"), "", None)
+    add("  sync calls per durable write (fdatasync/fsync/msync)",
+        fmt(m("post64_ki_syncs_per_req")),
+        fmt(m("post64_etcd_syncs_per_req")) + " etcd", "", "", None)
     add("durable POST, 1 connection, p50 (ms)", fmt(ms("post1_ki_p50_us")),
         fmt(ms("post1_etcd_p50_us")) + " etcd",
         fmt(ratio("post1_ki_p50_us", "post1_etcd_p50_us"), "×"), "< 1 ms",
@@ -261,6 +291,9 @@ def table(results, out):
     add("durable POST, 1 connection (bundles/s)", fmt(m("post1_ki_rps")),
         fmt(m("post1_etcd_rps")) + " etcd",
         fmt(ratio("post1_ki_rps", "post1_etcd_rps"), "×"), "", None)
+    add("  sync calls per durable write, 1 connection",
+        fmt(m("post1_ki_syncs_per_req")),
+        fmt(m("post1_etcd_syncs_per_req")) + " etcd", "", "", None)
     # 3. import
     add("import the 2,448-row Liger CSV through the CLI (s)",
         fmt(m("import_s")), "", "", "< 2 s",
@@ -272,12 +305,18 @@ def table(results, out):
         fmt(m("dryrun_cpu_us")), "", "", "", None)
     # 4. lists
     small, large = info.get("list_small_runs"), info.get("list_large_runs")
-    qs = (("label", "labelSelector=kernel=embedding, limit=100"),
-          ("field", "fieldSelector=metadata.name=…, limit=100"),
-          ("first", "no selector, limit=100, page 1"),
-          ("deep", "no selector, limit=100, deep page (continue)"),
-          ("labeldeep", "labelSelector=kernel=embedding, deep page"),
-          ("scan", "labelSelector=kernel in (swiglu) — a scan, for contrast"))
+    def pages(q):
+        a, b = info.get("list_small_%s_page" % q), info.get(
+            "list_large_%s_page" % q)
+        return "page %s → %s" % (a, b) if a and b else "a deep page"
+    qs = (("label", "labelSelector=kernel=embedding, page 1"),
+          ("field", "fieldSelector=metadata.name=…"),
+          ("first", "no selector, page 1"),
+          ("deep", "no selector, %s (continue)" % pages("deep")),
+          ("labeldeep", "labelSelector=kernel=embedding, %s" %
+           pages("labeldeep")),
+          ("scan", "labelSelector=kernel in (swiglu), page 1: a scan, "
+           "for contrast"))
     for q, label in qs:
         for p in ("p50", "p99"):
             a, b = "list_small_%s_%s_us" % (q, p), "list_large_%s_%s_us" % (q, p)
@@ -287,10 +326,12 @@ def table(results, out):
                 g = "≤ 1.2× and < 5 ms"
                 if r is not None and ms(b) is not None:
                     ok = r <= 1.2 and ms(b) < 5
-            add("list %s, %s (ms) at %s → %s runs" % (label, p, small, large),
+            add("list, limit=100, %s, %s (ms): %s → %s runs" %
+                (label, p, small, large),
                 fmt(ms(a)), fmt(ms(b)), fmt(r, "×"), g, ok)
     r = ratio("list_large_deep_p99_us", "list_large_first_p99_us")
-    add("continue: p99 deep page / p99 first page at %s runs" % large,
+    add("continue: p99 of page %s / p99 of page 1 at %s runs" %
+        (info.get("list_large_deep_page", "?"), large),
         fmt(ms("list_large_deep_p99_us")), fmt(ms("list_large_first_p99_us"))
         + " page 1", fmt(r, "×"), "the same (≤ 1.2×)",
         None if r is None else r <= 1.2)
@@ -345,7 +386,7 @@ def table(results, out):
             add("instructions per request (callgrind): %s" % op.replace("_", " by "),
                 fmt(m(k)), "", "", "", None)
     # RSS
-    rss = sorted(k for k in vals if k.startswith("rss_"))
+    rss = [k for k in vals if k.startswith("rss_")]
     for k in rss:
         add("RSS after %s (MB)" % k[4:].replace("_", " "), fmt(m(k)), "", "", "",
             None)
@@ -380,7 +421,7 @@ def table(results, out):
 
 def main(argv):
     cmds = {"freeport": freeport, "template": template, "rv": rv,
-            "spawn": spawn, "load": load, "walk": walk, "calls": calls,
+            "spawn": spawn, "load": load, "walk": walk, "calls": calls, "hot": hot,
             "table": table}
     if len(argv) < 2 or argv[1] not in cmds:
         sys.exit(__doc__)

@@ -136,6 +136,30 @@ status_mb() {
 }
 rss() { rec "rss_$1" "$(status_mb "$2" VmRSS)"; }
 
+# Counting a process's sync calls while wrk runs: perf's syscall
+# tracepoints, when perf and they are there.
+SYNC_EVENTS=syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_msync,syscalls:sys_enter_sync_file_range
+HAVE_SYNCS=0
+if command -v perf >/dev/null &&
+    perf stat -e "$SYNC_EVENTS" -x, -o /dev/null true 2>/dev/null; then
+	HAVE_SYNCS=1
+fi
+syncs_start() {
+	[ $HAVE_SYNCS = 1 ] || return 0
+	perf stat -e "$SYNC_EVENTS" -x, -o "$T/syncs.csv" -p "$1" 2>/dev/null &
+	SYNC_PERF=$!
+	sleep 0.2
+}
+# syncs_stop KEY — records KEY_syncs_per_req over the last wrk_run.
+syncs_stop() {
+	[ $HAVE_SYNCS = 1 ] || return 0
+	kill -INT "$SYNC_PERF" 2>/dev/null || true
+	wait "$SYNC_PERF" 2>/dev/null || true
+	rec "$1_syncs_per_req" "$(awk -F, -v n="$W_requests" \
+	    '$1 ~ /^[0-9]+$/ {s += $1} END {printf "%.4f", n ? s / n : 0}' \
+	    "$T/syncs.csv")"
+}
+
 # stop PID: SIGTERM, then wait until it is gone.
 stop() {
 	kill -TERM "$1" 2>/dev/null || return 0
@@ -311,18 +335,27 @@ out=$($PY spawn "$T/etcd/log" "http://127.0.0.1:$E_PORT/health" 60 \
 E_PID=${out% *}
 echo "$E_PID" >>"$T/pids"
 for i in $(seq $REPS); do
+	syncs_start "$GET_PID"
 	wrk_run post64_ki "$GET_PID" -t2 -c64 -d${GET_D}s -s "$HERE/post.lua" \
 	    "$GET/benchmarkruns" -- "p64r$i" "$T/bundle.tpl" 201
+	syncs_stop post64_ki
+	syncs_start "$E_PID"
 	wrk_run post64_etcd "$E_PID" -t2 -c64 -d${GET_D}s \
 	    -s "$HERE/etcd_put.lua" "http://127.0.0.1:$E_PORT/v3/kv/put" -- \
 	    "p64r$i" "$T/seed.b64"
+	syncs_stop post64_etcd
 done
 for i in $(seq $REPS); do
-	wrk_run post1_ki "$GET_PID" -t1 -c1 -d${LAT_D}s -s "$HERE/post.lua" \
-	    "$GET/benchmarkruns" -- "p1r$i" "$T/bundle.tpl" 201
-	wrk_run post1_etcd "$E_PID" -t1 -c1 -d${LAT_D}s \
+	syncs_start "$GET_PID"
+	wrk_run post1_ki "$GET_PID" -t1 -c1 -d${LAT_D}s --latency \
+	    -s "$HERE/post.lua" "$GET/benchmarkruns" -- "p1r$i" \
+	    "$T/bundle.tpl" 201
+	syncs_stop post1_ki
+	syncs_start "$E_PID"
+	wrk_run post1_etcd "$E_PID" -t1 -c1 -d${LAT_D}s --latency \
 	    -s "$HERE/etcd_put.lua" "http://127.0.0.1:$E_PORT/v3/kv/put" -- \
 	    "p1r$i" "$T/seed.b64"
+	syncs_stop post1_etcd
 done
 rss post_kernelindexd "$GET_PID"
 rss post_etcd "$E_PID"
@@ -365,11 +398,7 @@ then
 		ir=$(sed -n 's/^summary: //p' "$f")
 		[ -n "$ir" ] || die "no callgrind dump $f"
 		rec "ir_$op" "$((ir / 200))"
-		hot=$(callgrind_annotate --inclusive=no "$f" 2>/dev/null |
-		    sed -n '/file:function/,$p' | grep -E '^ *[0-9,]+ +\(' |
-		    head -3 |
-		    sed -E 's/^ *[0-9,]+ +\( *([0-9.]+)%\) +(.*:)?([^ :]+) +\[.*/\3 \1%/' |
-		    paste -sd, - | sed 's/,/, /g')
+		hot=$($PY hot "$f")
 		info "hot_$op" "$hot"
 		say "  $op: $((ir / 200)) instructions a request; hottest: $hot"
 	done

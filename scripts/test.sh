@@ -30,4 +30,24 @@ fi
 for f in tests/unit/unit_tests.log tests/e2e/*.log; do
 	[ -f "$f" ] && grep -E "passed, [0-9]+ failed|Run Summary|asserts" "$f" || true
 done
+cd "$top"
+
+echo "== valgrind: unit and end-to-end tests on the optimized build"
+(cd build/release && make -s -j"$jobs" tests/unit/unit_tests)
+export KI_SHARED_DIR="$top/../shared"
+valgrind -q --error-exitcode=1 --leak-check=full \
+	--errors-for-leak-kinds=definite --show-leak-kinds=definite \
+	--suppressions=tests/e2e/valgrind.supp \
+	build/release/tests/unit/unit_tests > build/release/valgrind-unit.log 2>&1 ||
+	{ tail -n 80 build/release/valgrind-unit.log; exit 1; }
+grep -E "asserts" build/release/valgrind-unit.log
+export KI_REAL_DAEMON="$top/build/release/kernelindexd"
+export KI_DAEMON="$top/tests/e2e/valgrind-daemon.sh"
+export KI_CLI="$top/build/release/kernelindex"
+export KI_REF="$top/build/release/kernelindex-ref"
+for t in test_api test_features test_auth test_backup; do
+	python3 "tests/e2e/$t.py" > "build/release/valgrind-$t.log" 2>&1 ||
+		{ tail -n 80 "build/release/valgrind-$t.log"; exit 1; }
+	tail -n 1 "build/release/valgrind-$t.log"
+done
 echo "all tests passed"

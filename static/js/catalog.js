@@ -142,9 +142,11 @@ export async function update(st) {
   ctl = new AbortController();
   const signal = ctl.signal;
 
-  const allP = api.facets(undefined, signal).catch((e) => e);
-  const facP = sel ? api.facets(sel, signal).catch((e) => e) : allP;
+  const facP = api.facets(sel || undefined, signal).catch((e) => e);
   const runsP = api.list('benchmarkruns', { limit: PAGE, cont: st.cont, labelSelector: sel || undefined }, signal).catch((e) => e);
+  // The menus count the whole index; with a filter set that is asked last,
+  // so the matching counts and runs come first.
+  const allP = sel ? Promise.all([facP, runsP]).then(() => api.facets(undefined, signal).catch((e) => e)) : facP;
 
   // Each part is drawn as its answer arrives: the runs do not wait for the
   // counts, nor the counts for the filter menus' totals.
@@ -156,12 +158,14 @@ export async function update(st) {
     facVal = fac;
     renderSummary(fac, sel);
     renderMatrix(fac, filters, st);
+    performance.mark('ki-catalog-counts');
     return fac;
   });
   const runsDone = runsP.then((page) => {
     if (signal.aborted) return page;
     runsDrawn = facVal;
     renderRuns(page, st, facVal);
+    performance.mark('ki-catalog-runs');
     return page;
   });
   const [fac, page] = await Promise.all([facDone, runsDone, allP]);
@@ -256,7 +260,7 @@ function renderRuns(page, st, fac) {
   }
   const items = page.items || [];
   const pageNo = Number(st.page || 1);
-  const total = fac instanceof Error ? null : fac.total;
+  const total = fac && !(fac instanceof Error) ? fac.total : null;
   const first = (pageNo - 1) * PAGE + 1;
   els.compare = h('div');
   renderCompare(st);

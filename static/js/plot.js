@@ -150,19 +150,24 @@ export function plot(opts) {
     const fl = [...floor].sort((a, b) => a.x - b.x);
     svg.append(s('path', { class: 'floor', d: fl.map((p, i) => `${i ? 'L' : 'M'}${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(''), dataset: { floor: fl.length } },
       s('title', opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
-    const last = fl[fl.length - 1];
-    svg.append(s('text', { x: X(last.x) - 6, y: Math.min(Y(last.y) + 16, H - M.b - 4), 'text-anchor': 'end', class: 'floor-label' }, 'physical floor'));
+    const first = fl[0];
+    svg.append(s('text', { x: X(first.x) + 6, y: Math.max(Y(first.y) - 7, M.t + 10), 'text-anchor': 'start', class: 'floor-label' }, 'physical floor'));
   }
 
   const tip = h('div', { class: 'tip', hidden: true, role: 'tooltip', id: `${titleId}-tip` });
   const showTip = (p, el) => {
     tip.replaceChildren(...p.lines.map((t, i) => (i === 0 ? h('strong', t) : h('div', t))));
     tip.hidden = false;
+    // Beside the point, on the side with more room, so it hides no curve end.
     const box = fig.getBoundingClientRect();
     const r = el.getBoundingClientRect();
-    const left = r.left - box.left + r.width / 2;
-    tip.style.left = `${Math.max(4, Math.min(left + 12, box.width - 240))}px`;
-    tip.style.top = `${Math.max(4, r.top - box.top - 8 - tip.offsetHeight)}px`;
+    const cx = r.left - box.left + r.width / 2;
+    const cy = r.top - box.top + r.height / 2;
+    const w = tip.offsetWidth;
+    const ht = tip.offsetHeight;
+    const left = cx > box.width / 2 ? cx - w - 14 : cx + 14;
+    tip.style.left = `${Math.max(4, Math.min(left, box.width - w - 4))}px`;
+    tip.style.top = `${Math.max(4, Math.min(cy - ht / 2, box.height - ht - 4))}px`;
   };
   const hideTip = () => { tip.hidden = true; };
 

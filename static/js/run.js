@@ -60,7 +60,7 @@ function badge(kind, text) {
 
 const GOOD = ['Plausible', 'Verified', 'Consistent', 'Passed', 'True'];
 const BAD = ['Implausible', 'FasterThanReference', 'ReferenceIncorrect', 'Failed', 'False', 'Mismatch'];
-const WARN = ['SlowerThanReference', 'DifferentGPU', 'NotComparable', 'UnresolvedReferences', 'Pending'];
+const WARN = ['Unverifiable', 'SlowerThanReference', 'DifferentGPU', 'NotComparable', 'UnresolvedReferences', 'Pending'];
 
 function verdictBadge(v) {
   if (GOOD.includes(v)) return badge('ok', v);
@@ -167,14 +167,16 @@ function plausibilityFacts(pl) {
   const known = {
     floorNs: ['Physical floor (time)', (v) => figure('latency', v)],
     floorBytes: ['Physical floor (memory)', (v) => figure('peak_memory', v)],
-    achievedFraction: ['Achieved fraction of the limit', (v) => `${pct(v)} (${num(v)})`],
+    achievedFraction: ['Achieved fraction', (v) => `${pct(v)} (${num(v)})`],
     bytes: ['Bytes moved', (v) => figure('peak_memory', v)],
     flops: ['Operations', (v) => `${num(v)} FLOP`],
     gpu: ['GPU model', String],
     model: ['Cost model', scalar],
-    derivedWorkload: ['Workload derived from the source row', (v) => (v ? 'yes' : 'no')],
+    derivedWorkload: ['Derived workload', (v) => (v ? 'yes, from the source row' : 'no')],
   };
-  return Object.entries(pl).filter(([k]) => k !== 'verdict').map(([k, v]) => {
+  const order = Object.keys(known);
+  const rank = (k) => (order.includes(k) ? order.indexOf(k) : order.length);
+  return Object.entries(pl).filter(([k]) => k !== 'verdict').sort((a, b) => rank(a[0]) - rank(b[0])).map(([k, v]) => {
     const [label, fmt] = known[k] || [k, scalar];
     return [label, typeof v === 'number' && !Number.isFinite(v) ? '—' : fmt(v)];
   });
@@ -195,11 +197,12 @@ function verdicts(run) {
       : h('p', { class: 'hint' }, plc ? plc.message : 'No plausibility check has been reported for this run yet.')));
   rows.push(h('div', { class: 'card', dataset: { verdict: 'verification' } }, h('h3', 'Verification ', verdictBadge(ver ? ver.verdict : verc ? verc.reason : 'Not verified')),
     ver ? h('div', ver.message ? h('p', ver.message) : null, dl([
+      ['Reason', ver.reason],
       ['Reference median', Number.isFinite(ver.referenceNs) ? figure('latency', ver.referenceNs) : undefined],
       ['Claimed ÷ reference', Number.isFinite(ver.ratio) ? ratio(ver.ratio) : undefined],
       ['Measured on', ver.gpu],
       ['Verification', ver.name ? h('a', { href: api.itemURL('verifications', ver.name) }, ver.name) : undefined],
-      ...Object.entries(ver).filter(([k]) => !['verdict', 'message', 'referenceNs', 'ratio', 'gpu', 'name'].includes(k)).map(([k, v]) => [k, scalar(v)]),
+      ...Object.entries(ver).filter(([k]) => !['verdict', 'reason', 'message', 'referenceNs', 'ratio', 'gpu', 'name'].includes(k)).map(([k, v]) => [k, scalar(v)]),
     ]))
       : h('div', h('p', { class: 'hint' }, verc ? verc.message : 'No reference measurement yet.'), requestVerification(run))));
   return h('div', { class: 'cards' }, rows);

@@ -17,10 +17,11 @@ if (!url) {
   process.exit(2);
 }
 
+// [name, path, the mark that ends the view's loading, marks of its parts]
 const views = [
-  ['catalog', '/', 'ki-catalog-ready'],
-  ['catalog, filtered to one kernel', '/?view=catalog&kernel=embedding', 'ki-catalog-ready'],
-  ['kernel view, embedding latency', '/?view=kernel&kernel=embedding', 'ki-kernel-ready'],
+  ['catalog', '/', 'ki-catalog-ready', ['ki-catalog-runs', 'ki-catalog-counts']],
+  ['catalog, filtered to one kernel', '/?view=catalog&kernel=embedding', 'ki-catalog-ready', ['ki-catalog-runs', 'ki-catalog-counts']],
+  ['kernel view, embedding latency', '/?view=kernel&kernel=embedding', 'ki-kernel-ready', []],
 ];
 
 const browser = await chromium.launch({ executablePath: process.env.KI_CHROMIUM || '/usr/bin/chromium', headless: true, args: ['--no-sandbox'] });
@@ -28,7 +29,8 @@ const facets = await (await fetch(`${url}/apis/kernelindex.dev/v1alpha1/facets`)
 console.log(`index: ${facets.total} runs; ${repeats} cold loads per view`);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-for (const [name, path, mark] of views) {
+for (const [name, path, mark, parts] of views) {
+  const partTimes = Object.fromEntries(parts.map((p) => [p, []]));
   const fcp = [];
   const ready = [];
   const reqs = [];
@@ -45,10 +47,12 @@ for (const [name, path, mark] of views) {
     });
     await page.goto(url + path);
     await page.waitForFunction((m) => performance.getEntriesByName(m).length > 0, mark, { timeout: 60000 });
-    const t = await page.evaluate((m) => ({
+    const t = await page.evaluate(([m, ps]) => ({
       fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
       ready: performance.getEntriesByName(m)[0].startTime,
-    }), mark);
+      parts: Object.fromEntries(ps.map((p) => [p, (performance.getEntriesByName(p)[0] || {}).startTime])),
+    }), [mark, parts]);
+    for (const p of parts) partTimes[p].push(t.parts[p]);
     await page.waitForTimeout(200);
     fcp.push(t.fcp);
     ready.push(t.ready);
@@ -57,7 +61,8 @@ for (const [name, path, mark] of views) {
     await ctx.close();
   }
   console.log(`${name}: first contentful paint ${median(fcp).toFixed(0)} ms (worst ${Math.max(...fcp).toFixed(0)}); ` +
-    `data drawn ${median(ready).toFixed(0)} ms (worst ${Math.max(...ready).toFixed(0)}); ` +
+    parts.map((p) => `${p.replace('ki-catalog-', '')} drawn ${median(partTimes[p]).toFixed(0)} ms; `).join('') +
+    `all drawn ${median(ready).toFixed(0)} ms (worst ${Math.max(...ready).toFixed(0)}); ` +
     `${median(reqs)} requests, ${(median(bytes) / 1024).toFixed(0)} KiB`);
 }
 await browser.close();

@@ -116,8 +116,8 @@ function close(a, b, rel, msg) {
 }
 
 /* A page that records console errors, page errors, dialogs and CSP reports. */
-async function open(path, { width = 1280, height = 900 } = {}) {
-  const ctx = await browser.newContext({ viewport: { width, height } });
+async function open(path, { width = 1280, height = 900, colorScheme = 'light' } = {}) {
+  const ctx = await browser.newContext({ viewport: { width, height }, colorScheme });
   const page = await ctx.newPage();
   const problems = [];
   page.on('console', (m) => {
@@ -496,6 +496,22 @@ test('live: a new point is drawn on the kernel view', ['watch', 'labels', 'facet
   await finish(page);
 });
 
+test('run view: requesting a reference measurement shows its verdict live', ['watch'], async () => {
+  const like = (await allRuns()).find((r) => r.spec.sourceNative && r.spec.sourceNative.externalId.startsWith('embedding/forward/liger/') && !r.status.verification);
+  ok(like, 'an unverified embedding run');
+  const page = await open(`/?view=run&name=${encodeURIComponent(like.metadata.name)}`);
+  await ready(page, 'run');
+  await page.waitForFunction(() => document.getElementById('live').dataset.state === 'live', null, { timeout: 10000 });
+  const card = '.card[data-verdict="verification"]';
+  eq(await page.$eval(`${card} .badge`, (b) => b.textContent), 'Not verified', 'no verdict yet');
+  await page.click(`${card} button`);
+  await page.waitForFunction((c) => document.querySelector(`${c} .badge`).textContent !== 'Not verified', card, { timeout: 45000 });
+  const after = (await getJSON(`/benchmarkruns/${like.metadata.name}`)).body.status.verification;
+  ok(after && after.verdict, 'the run now has a verification');
+  eq(await page.$eval(`${card} .badge`, (b) => b.textContent), after.verdict, 'the page shows the server\'s verdict');
+  await finish(page);
+});
+
 test('keyboard: Tab reaches the skip link, navigation, filters and runs', [], async () => {
   const page = await open('/');
   await ready(page, 'catalog');
@@ -517,8 +533,8 @@ test('keyboard: Tab reaches the skip link, navigation, filters and runs', [], as
 });
 
 test('accessibility: labelled controls, named regions, readable contrast', [], async () => {
-  for (const path of ['/', `/?view=run&name=${encodeURIComponent(SEED_NAME)}`, '/?view=compare']) {
-    const page = await open(path);
+  for (const [path, colorScheme] of [['/', 'light'], [`/?view=run&name=${encodeURIComponent(SEED_NAME)}`, 'light'], ['/?view=compare', 'light'], ['/', 'dark'], ['/?view=kernel&kernel=embedding', 'dark']]) {
+    const page = await open(path, { colorScheme });
     await page.waitForFunction(() => document.documentElement.dataset.ready);
     const unlabelled = await page.$$eval('input, select, textarea, button', (els) => els.filter((e) => {
       if (e.type === 'hidden') return false;
@@ -540,7 +556,7 @@ test('accessibility: labelled controls, named regions, readable contrast', [], a
         return 'rgb(255, 255, 255)';
       };
       const bad = [];
-      for (const e of document.querySelectorAll('main p, main a, main th, main td, main label, main dt, main dd, header a, .hint, .count')) {
+      for (const e of document.querySelectorAll('main p, main a, main th, main td, main label, main dt, main dd, main legend, main h2, header a, .live, .hint, .count, .badge')) {
         if (!e.textContent.trim() || e.closest('[hidden]')) continue;
         const a = lum(getComputedStyle(e).color);
         const b = lum(bgOf(e));
@@ -549,7 +565,7 @@ test('accessibility: labelled controls, named regions, readable contrast', [], a
       }
       return bad;
     });
-    eq(low.length, 0, `${path}: text under 4.5:1 contrast: ${low.slice(0, 5).join('; ')}`);
+    eq(low.length, 0, `${path} (${colorScheme}): text under 4.5:1 contrast: ${low.slice(0, 5).join('; ')}`);
     ok(await page.$('main h1'), `${path}: a heading`);
     ok(await page.$('nav[aria-label]'), `${path}: a labelled navigation`);
     await finish(page);

@@ -7,6 +7,8 @@
 #   KI_SRCDIR      the source tree (default: two folders up); the page is
 #                  served from $KI_SRCDIR/static
 #   KI_SHARED_DIR  the shared data folder (default: $KI_SRCDIR/../shared)
+#   KI_REF         the reference-kernel program (default: kernelindex-ref
+#                  beside KI_DAEMON, where it exists)
 #   KI_CLI         the kernelindex CLI; when set, `import liger` loads the
 #                  CSV, else liger_bundles.py does
 #   KI_BROWSER_STRICT=1  count tests that wait on a missing endpoint as
@@ -44,8 +46,12 @@ trap cleanup EXIT INT TERM
 
 port=$("$PYTHON3" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/data"
-"$KI_DAEMON" --listen "127.0.0.1:$port" --data-dir "$tmp/data" \
-	--static-dir "$KI_SRCDIR/static" --sync false >"$tmp/daemon.log" 2>&1 &
+KI_REF=${KI_REF:-$(dirname "$KI_DAEMON")/kernelindex-ref}
+set -- --listen "127.0.0.1:$port" --data-dir "$tmp/data" --static-dir "$KI_SRCDIR/static" --sync false
+if [ -x "$KI_REF" ]; then
+	set -- "$@" --ref-program "$KI_REF"
+fi
+"$KI_DAEMON" "$@" >"$tmp/daemon.log" 2>&1 &
 pid=$!
 url="http://127.0.0.1:$port"
 i=0

@@ -33,7 +33,11 @@ STATIC_DIR = os.path.join(REPO, 'static')
 G = '/apis/kernelindex.dev/v1alpha1'
 
 SANITIZER_MARKS = ('ERROR: AddressSanitizer', 'runtime error:',
-                   'ERROR: LeakSanitizer')
+                   'ERROR: LeakSanitizer',
+                   # valgrind (tests/e2e/valgrind-daemon.sh)
+                   'Invalid read of', 'Invalid write of', 'Invalid free',
+                   'uninitialised value', 'are definitely lost',
+                   'points to uninitialised', 'Mismatched free')
 
 
 def daemon_path():
