@@ -378,7 +378,7 @@ then
 	$PY calls "$KI/benchmarkruns/$SEED_NAME" 20 GET
 	# Each dump holds what happened since the one before: dump 1 is the
 	# start and the warm-up, dumps 2..5 one operation each.
-	callgrind_control -d "$CG_PID" >/dev/null
+	callgrind_control -d "$CG_PID" >/dev/null 2>&1
 	n=1
 	for op in get_name get_digest post dryrun; do
 		case $op in
@@ -388,7 +388,7 @@ then
 		dryrun) $PY calls "$KI/benchmarkruns?dryRun=All" 200 POST \
 		    "$T/bundle.tpl" ;;
 		esac
-		callgrind_control -d "$CG_PID" >/dev/null
+		callgrind_control -d "$CG_PID" >/dev/null 2>&1
 		n=$((n + 1))
 		f=$T/cg/cg.out.$n
 		for _ in $(seq 100); do

@@ -45,8 +45,11 @@ static const opt opts[] = {
 	  "info", 0, 0, "debug, info, warn or error" },
 	{ "threads", T_INT, F(threads), 0, "0", 0, 256,
 	  "HTTP worker threads (0: one per CPU)" },
-	{ "map-size", T_SIZE, F(map_size), 0, "16G", 1u << 20,
-	  (uint64_t)1 << 44, "LMDB map size (address space, not disk)" },
+	{ "map-size", T_SIZE, F(map_size), 0, "1G", 1u << 20,
+	  (uint64_t)1 << 44, "initial LMDB map size (address space, not disk)" },
+	{ "map-max", T_SIZE, F(map_max), 0, "256G", 1u << 20,
+	  (uint64_t)1 << 44, "the map doubles when 3/4 full, up to this; "
+	  "beyond it writes get 507" },
 	{ "history", T_SIZE, F(history), 0, "100000", 100, 100000000,
 	  "events kept for watch resumption" },
 	{ "sync", T_BOOL, F(sync), 0, "true", 0, 1,
@@ -311,6 +314,10 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 	}
 	if ((cfg->tls_cert[0] == '\0') != (cfg->tls_key[0] == '\0')) {
 		snprintf(err, errlen, "tls-cert and tls-key go together");
+		return -1;
+	}
+	if (cfg->map_max < cfg->map_size) {
+		snprintf(err, errlen, "map-max must not be below map-size");
 		return -1;
 	}
 	if (cfg->max_body > cfg->max_bulk_body) {

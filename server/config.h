@@ -17,6 +17,7 @@ typedef struct ki_config {
 	char log_level[16];
 	int threads;
 	uint64_t map_size;
+	uint64_t map_max;
 	uint64_t history;
 	int sync;
 	uint64_t max_body;

@@ -80,6 +80,7 @@ token_command(const ki_config *cfg, int argc, char **argv)
 	}
 	memset(&so, 0, sizeof(so));
 	so.map_size = cfg->map_size;
+	so.map_max = cfg->map_max;
 	so.history = cfg->history;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
@@ -145,6 +146,7 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 	}
 	memset(&so, 0, sizeof(so));
 	so.map_size = cfg->map_size;
+	so.map_max = cfg->map_max;
 	so.history = cfg->history;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
@@ -295,6 +297,7 @@ main(int argc, char **argv)
 
 	memset(&so, 0, sizeof(so));
 	so.map_size = cfg.map_size;
+	so.map_max = cfg.map_max;
 	so.history = cfg.history;
 	so.nosync = !cfg.sync;
 	if ((rc = store_open(&st, cfg.data_dir, &so)) != KI_OK) {

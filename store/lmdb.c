@@ -24,9 +24,11 @@
  * Integers in records are host order: the file is not portable across
  * endianness, like LMDB's own.
  */
+#define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: growth must not starve */
 #include "store/store.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <lmdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,10 @@
 
 struct store {
 	MDB_env *env;
+	/* Every transaction holds it shared; growing the map takes it
+	 * exclusively (LMDB resizes only with no transaction active). */
+	pthread_rwlock_t resize;
+	uint64_t map_max;
 	MDB_dbi meta, objects, names, digests, natkeys, refs, events, labels,
 	    facets, tokens;
 	uint64_t history;
@@ -102,6 +108,16 @@ store_open(store **out, const char *dir, const store_options *opt)
 		return KI_ENOMEM;
 	s->history = opt->history ? opt->history : 100000;
 	s->nosync = opt->nosync;
+	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
+	{
+		pthread_rwlockattr_t a;
+
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a,
+		    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&s->resize, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		goto fail;
 	if ((rc = mdb_env_set_maxdbs(s->env, 12)) != 0 ||
@@ -138,6 +154,7 @@ fail:
 		mdb_txn_abort(txn);
 	if (s->env != NULL)
 		mdb_env_close(s->env);
+	pthread_rwlock_destroy(&s->resize);
 	free(s);
 	return rc == ENOENT || rc == EACCES ? KI_EIO : map_rc(rc);
 }
@@ -148,6 +165,7 @@ store_close(store *s)
 	if (s == NULL)
 		return;
 	mdb_env_close(s->env);
+	pthread_rwlock_destroy(&s->resize);
 	free(s);
 }
 
@@ -178,6 +196,29 @@ meta_put_u64(store_txn *t, const char *key, uint64_t val)
 	return map_rc(mdb_put(t->txn, t->s->meta, &k, &v, 0));
 }
 
+/* Doubles the map (up to map_max) when it is 3/4 used. Called with no
+ * transaction held by this thread. */
+static void
+maybe_grow(store *s)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	uint64_t used, size, want;
+
+	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0)
+		return;
+	used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	size = info.me_mapsize;
+	if (used < size / 4 * 3 || size >= s->map_max)
+		return;
+	pthread_rwlock_wrlock(&s->resize);
+	if (mdb_env_info(s->env, &info) == 0 && info.me_mapsize == size) {
+		want = size * 2 < s->map_max ? size * 2 : s->map_max;
+		mdb_env_set_mapsize(s->env, (size_t)want);
+	}
+	pthread_rwlock_unlock(&s->resize);
+}
+
 int
 store_begin(store *s, int write, store_txn **out)
 {
@@ -185,18 +226,23 @@ store_begin(store *s, int write, store_txn **out)
 	int rc;
 
 	*out = NULL;
+	if (write)
+		maybe_grow(s);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return KI_ENOMEM;
 	t->s = s;
 	t->write = write;
+	pthread_rwlock_rdlock(&s->resize);
 	rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
 	if (rc != 0) {
+		pthread_rwlock_unlock(&s->resize);
 		free(t);
 		return map_rc(rc);
 	}
 	if ((rc = meta_get_u64(t, "rv", &t->rv)) != KI_OK) {
 		mdb_txn_abort(t->txn);
+		pthread_rwlock_unlock(&s->resize);
 		free(t);
 		return rc;
 	}
@@ -252,6 +298,7 @@ store_commit(store_txn *t)
 		if (rc == KI_OK && t->write && t->dirty && t->s->nosync == 0)
 			rc = map_rc(mdb_env_sync(t->s->env, 1));
 	}
+	pthread_rwlock_unlock(&t->s->resize);
 	free(t);
 	return rc;
 }
@@ -262,6 +309,8 @@ store_abort(store_txn *t)
 	if (t == NULL)
 		return;
 	mdb_txn_abort(t->txn);
+	if (t->parent == NULL)
+		pthread_rwlock_unlock(&t->s->resize);
 	free(t);
 }
 

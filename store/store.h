@@ -12,6 +12,9 @@
  *  - store_commit() syncs to disk before it returns, so a write that was
  *    acknowledged after a successful commit survives a crash.
  *  - Stale reader slots left by a crashed process are cleared at open.
+ *  - A thread holds at most one transaction at a time: the map grows
+ *    (store_begin of a write, when it is 3/4 full) only once every
+ *    transaction of the process has ended.
  *
  * Everything returns 0 or a negative KI_* code (lib/ki.h); the store never
  * logs.
@@ -35,6 +38,7 @@ typedef struct store_txn store_txn;
 
 typedef struct store_options {
 	uint64_t map_size;     /* bytes of address space for the map */
+	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
 	uint64_t history;      /* events kept for watch and resume */
 	int nosync;            /* tests only: skip fsync at commit */
 } store_options;

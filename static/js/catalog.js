@@ -142,8 +142,10 @@ export async function update(st) {
   ctl = new AbortController();
   const signal = ctl.signal;
 
-  const facP = api.facets(sel || undefined, signal).catch((e) => e);
+  // One page of runs is the cheapest answer the API has: ask it first, so
+  // that it never waits behind counting on a busy server.
   const runsP = api.list('benchmarkruns', { limit: PAGE, cont: st.cont, labelSelector: sel || undefined }, signal).catch((e) => e);
+  const facP = runsP.then(() => api.facets(sel || undefined, signal)).catch((e) => e);
   // The menus count the whole index; with a filter set that is asked last,
   // so the matching counts and runs come first.
   const allP = sel ? Promise.all([facP, runsP]).then(() => api.facets(undefined, signal).catch((e) => e)) : facP;

@@ -96,5 +96,35 @@ def hot_backup_then_restore_gives_the_same_objects():
         r.stop()
 
 
+@test
+def full_storage_is_507_reads_go_on_and_growth_resumes_writes():
+    data = kitest.tempdir('kitest-full-')
+    d = kitest.Daemon(data_dir=data, sync=False,
+                      args=['--map-size', '1M', '--map-max', '2M']).start()
+    stored, full = [], None
+    for i in range(20000):
+        r = d.post(G + '/benchmarkprotocols', proto(i))
+        if r.status == 201:
+            stored.append('b-%d' % i)
+            continue
+        full = r
+        break
+    check(full is not None, 'the map filled')
+    st = kitest.status_of(full, 507, 'InsufficientStorage')
+    check('nothing was written' in st['message'], st['message'])
+    check(len(stored) > 100, 'the map grew from 1M before filling at 2M: '
+          '%d stored' % len(stored))
+    eq(d.get(G + '/benchmarkprotocols/' + stored[0]).status, 200, 'reads go on')
+    eq(d.get(G + '/benchmarkprotocols/b-%d' % len(stored)).status, 404,
+       'the refused write left nothing')
+    d.stop()
+    d.args = ['--map-size', '1M', '--map-max', '64M']
+    d.start()
+    eq(d.post(G + '/benchmarkprotocols', proto(len(stored))).status, 201,
+       'with room to grow, writes resume')
+    for name in stored[::97]:
+        eq(d.get(G + '/benchmarkprotocols/' + name).status, 200, name)
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())

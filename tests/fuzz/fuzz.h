@@ -21,6 +21,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 void fuzz_fail(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 
+/* Is tag listed in $FUZZ_KNOWN (comma-separated)? A listed finding is
+ * tolerated so that a run can look past it before it is fixed:
+ *   utf8    answers whose JSON strings hold invalid UTF-8;
+ *   bigint  canonical forms holding an integer literal beyond 64 bits. */
+int fuzz_known(const char *tag);
+
 /* Opens a store in a new temporary directory, without sync, removed at
  * exit. Aborts when it cannot. */
 store *fuzz_store_open(uint64_t map_size);

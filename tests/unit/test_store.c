@@ -347,6 +347,46 @@ test_map_full(void)
 	free(dir);
 }
 
+static void
+test_map_grows(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(1u << 20);
+	store *s;
+	store_txn *t;
+	store_stats st;
+	char name[32];
+	int rc = KI_OK, i;
+
+	o.map_max = 8u << 20;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	/* One write transaction each, as requests do: growth happens between
+	 * them, until the maximum; then writes fail and reads go on. */
+	for (i = 0; i < 200000 && rc == KI_OK; i++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		for (int j = 0; j < 50 && rc == KI_OK; j++) {
+			snprintf(name, sizeof(name), "g-%06d-%02d", i, j);
+			rc = put(t, 1, name, (uint8_t)j, NULL, NULL, 0);
+		}
+		if (rc == KI_OK)
+			rc = store_commit(t);
+		else
+			store_abort(t);
+	}
+	CU_ASSERT_EQUAL(rc, KI_EFULL);
+	CU_ASSERT_EQUAL(store_stat(s, &st), KI_OK);
+	CU_ASSERT_EQUAL(st.map_size, 8u << 20);
+	/* Far more than a 1 MiB map holds were written. */
+	CU_ASSERT(i > 100);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "g-000000-00", 11,
+	    &(store_obj){ 0 }), KI_OK);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 int
 test_store_register(void)
 {
@@ -363,7 +403,9 @@ test_store_register(void)
 	        NULL ||
 	    CU_add_test(s, "history is trimmed, old rv is gone",
 	        test_history_trimmed) == NULL ||
-	    CU_add_test(s, "a full map fails cleanly", test_map_full) == NULL)
+	    CU_add_test(s, "a full map fails cleanly", test_map_full) == NULL ||
+	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
+	        NULL)
 		return -1;
 	return 0;
 }
