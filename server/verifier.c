@@ -72,6 +72,11 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 	int status = 0, rc, timed_out = 0, too_much = 0;
 
 	err[0] = '\0';
+	if (access(v->program, X_OK) != 0) {
+		snprintf(err, errlen, "cannot start %.400s: %s", v->program,
+		    strerror(errno));
+		goto out;
+	}
 	if (cloexec_pipe(in) != 0 || cloexec_pipe(outp) != 0 ||
 	    cloexec_pipe(errp) != 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));

@@ -153,7 +153,6 @@ export async function update(st) {
   // Each part is drawn as its answer arrives: the runs do not wait for the
   // counts, nor the counts for the filter menus' totals.
   let facVal = null;
-  let runsDrawn = null;
   allP.then((all) => { if (!signal.aborted) fillSelects(all instanceof Error ? null : all, st); });
   const facDone = facP.then((fac) => {
     if (signal.aborted) return fac;
@@ -165,7 +164,6 @@ export async function update(st) {
   });
   const runsDone = runsP.then((page) => {
     if (signal.aborted) return page;
-    runsDrawn = facVal;
     renderRuns(page, st, facVal);
     performance.mark('ki-catalog-runs');
     return page;
@@ -173,7 +171,7 @@ export async function update(st) {
   const [fac, page] = await Promise.all([facDone, runsDone, allP]);
   if (signal.aborted) return;
   // The pager names the total once the counts are in.
-  if (runsDrawn === null && !(fac instanceof Error) && !(page instanceof Error)) renderRuns(page, st, fac);
+  if (els.range && !(fac instanceof Error)) els.range.textContent = rangeText(page, st, fac.total);
   renderArrived();
   performance.mark('ki-catalog-ready');
   if (st.q) search(st, sel, signal);
@@ -256,6 +254,7 @@ function renderMatrix(fac, filters, st) {
 
 function renderRuns(page, st, fac) {
   const head = h('h2', { id: 'runs-h' }, 'Runs');
+  els.range = null;
   if (page instanceof Error) {
     put(els.runs, head, page.status === 400 ? errorBox(page, 'The label selector was refused') : errorBox(page, 'Runs could not be listed'));
     return;
@@ -263,7 +262,6 @@ function renderRuns(page, st, fac) {
   const items = page.items || [];
   const pageNo = Number(st.page || 1);
   const total = fac && !(fac instanceof Error) ? fac.total : null;
-  const first = (pageNo - 1) * PAGE + 1;
   els.compare = h('div');
   renderCompare(st);
   if (!items.length) {
@@ -272,12 +270,19 @@ function renderRuns(page, st, fac) {
     return;
   }
   const next = page.metadata && page.metadata.continue;
+  els.range = h('span', rangeText(page, st, total));
   const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of runs' },
     st.cont ? h('a', { href: state.href({ ...st, cont: '', page: '' }) }, '« First page') : null,
-    h('span', `Runs ${int(first)}–${int(first + items.length - 1)}${total !== null ? ` of ${int(total)}` : ''}`),
+    els.range,
     next ? h('a', { href: state.href({ ...st, cont: next, page: String(pageNo + 1) }), rel: 'next' }, 'Next page »') : null);
   put(els.runs, head, els.compare,
     runsTable(items, { pick: picked(st), onPick, caption: 'Runs matching the filters' }), pager);
+}
+
+function rangeText(page, st, total) {
+  const n = (page.items || []).length;
+  const first = (Number(st.page || 1) - 1) * PAGE + 1;
+  return `Runs ${int(first)}–${int(first + n - 1)}${total !== null && total !== undefined ? ` of ${int(total)}` : ''}`;
 }
 
 function onPick(name, on) {

@@ -7,19 +7,22 @@ crash_kill_restart_keeps_acknowledged_writes: eight writer threads POST
 distinct documents (lone protocols, seed-like bundles with their own run,
 protocol and environment, small NDJSON batches) with sync on, while the
 daemon is killed with SIGKILL at a random moment 50 times and restarted on
-the same data directory. Afterwards every write that was answered 2xx must
+the same data directory. Its map starts at 1 MiB, so that it grows (by
+doubling) several times under the kills. Afterwards every write that was answered 2xx must
 be present with the digest the answer gave, every upload that was cut off
 must be wholly present or wholly absent, the resourceVersion must never
 have gone backwards across a restart, and the daemon's log must hold no
 sanitizer report.
 
-full_storage_answers_507_and_reads_continue: a daemon on a 2 MiB map is
-written until a write fails; the failure must be a 507 InsufficientStorage
-Status, reads must keep working and the failed upload must have left
-nothing behind.
+full_storage_answers_507_and_reads_continue: a daemon on a 2 MiB map that
+may grow to 4 MiB is written with bundles until a write fails; the map
+must have grown, the failure must be a 507 InsufficientStorage Status,
+reads must keep working, the refused bundle must have left nothing behind,
+and once restarted with room to grow the same bundle must go in whole.
 
 KI_DAEMON names the binary, KI_SHARED_DIR the shared folder (see
-kitest.py). KI_CRASH_CYCLES changes the number of kills (default 50).
+kitest.py). KI_CRASH_CYCLES changes the number of kills (default 50),
+KI_CRASH_SEED fixes the random moments.
 """
 import hashlib
 import http.client
@@ -302,7 +305,8 @@ def start_checked(d, what):
 
 @test
 def crash_kill_restart_keeps_acknowledged_writes():
-    d = Daemon(sync=True)
+    # A small first map, so that it grows several times under the kills.
+    d = Daemon(sync=True, args=['--map-size', '1M', '--map-max', '1G'])
     start_checked(d, 'first start')
     ledger = Ledger()
     stop = threading.Event()
@@ -406,25 +410,39 @@ def crash_kill_restart_keeps_acknowledged_writes():
            'the bytes served for %s' % dg)
     rep = d.sanitizer_report()
     check(rep is None, 'sanitizer report in the log:\n%s' % rep)
+    map_bytes = metric(d, 'kernelindex_store_map_bytes')
+    check(map_bytes > 1 << 20, 'the map never grew from 1 MiB (%d bytes)' %
+          map_bytes)
     check(ledger.cut > 0, 'no upload was in flight at any of the %d kills'
           % CYCLES)
     print('      %d kills in %.1fs; %d uploads acknowledged (%d lone, %d '
           'bundles, %d NDJSON) holding %d objects; %d uploads cut off by a '
           'kill (%d of them stored anyway, whole), %d refused while down; '
-          '%d uploads present, none in part; resourceVersion %d' %
+          '%d uploads present, none in part; resourceVersion %d; the map '
+          'grew from 1 MiB to %d MiB' %
           (CYCLES, load_s, sum(ledger.counts.values()), ledger.counts['lone'],
            ledger.counts['bundle'], ledger.counts['ndjson'],
            len(ledger.acked), ledger.cut, cut_stored, ledger.refused,
-           present_units, final_rv))
+           present_units, final_rv, map_bytes >> 20))
+
+
+def metric(d, name):
+    for ln in d.get('/metrics').body.decode().splitlines():
+        if ln.startswith(name + ' '):
+            return int(float(ln.split()[1]))
+    raise TestFailure('no metric %s' % name)
 
 
 @test
 def full_storage_answers_507_and_reads_continue():
-    d = Daemon(sync=True, args=['--map-size', '2M'])
+    data = kitest.tempdir('kitest-full-')
+    d = Daemon(data_dir=data, sync=True,
+               args=['--map-size', '2M', '--map-max', '4M'])
     start_checked(d, 'start')
+    eq(metric(d, 'kernelindex_store_map_bytes'), 2 << 20, 'the first map')
     written = []      # the bundles answered 201, in order
     failure = None
-    for i in range(2000):
+    for i in range(4000):
         b = bundle('full-%d' % i, 'full.%d' % i)
         r = d.post(G + '/benchmarkruns', json.dumps(b))
         if r.status in (200, 201):
@@ -432,63 +450,54 @@ def full_storage_answers_507_and_reads_continue():
             continue
         failure = (b, r)
         break
-    check(failure is not None, 'the 2 MiB map took 2000 bundles')
-    check(len(written) > 0, 'the very first write failed: %r' %
-          (failure[1],))
-    b, r = failure
+    check(failure is not None, 'the 4 MiB map took 4000 bundles')
+    failed, r = failure
     status_of(r, 507, 'InsufficientStorage')
+    eq(metric(d, 'kernelindex_store_map_bytes'), 4 << 20,
+       'the map grew to map-max before it filled')
 
-    # Nothing of the failed bundle was stored.
-    for plural, name, _ in parts(b):
-        g = d.get('%s/%s/%s' % (G, plural, name))
-        status_of(g, 404, 'NotFound')
-    # Reads keep working: an early object by name and by digest, and lists.
-    first = written[0]
-    for plural, name, dg in parts(first):
+    # Nothing of the refused bundle was stored (it is all or nothing).
+    for plural, name, _ in parts(failed):
+        status_of(d.get('%s/%s/%s' % (G, plural, name)), 404, 'NotFound')
+    # Reads keep working: an early object by name and by digest, and lists
+    # that hold exactly what was acknowledged.
+    for plural, name, dg in parts(written[0]):
         g = d.get('%s/%s/%s' % (G, plural, name))
         eq(g.status, 200, 'GET %s/%s after the map filled' % (plural, name))
         eq(g.json()['status']['digest'], dg, 'its digest')
         g = d.get('%s/objects/%s' % (G, dg))
         eq(g.status, 200, 'GET objects/%s after the map filled' % dg)
         eq('sha256:' + hashlib.sha256(g.body).hexdigest(), dg, 'its bytes')
-    runs, _ = list_all(d, 'benchmarkruns')
-    eq(len(runs), len(written), 'runs listed after the map filled')
+    want = {}
     for w in written:
         for plural, name, dg in parts(w):
-            if plural == 'benchmarkruns':
-                eq(runs.get(name, (None,))[0], dg, 'run %s' % name)
-    # Another write still fails cleanly (no growth yet), and a restart
-    # opens the full store.
-    r2 = d.post(G + '/benchmarkprotocols',
-                json.dumps(protocol('full-after', 'after')))
-    check(r2.status in (201, 507), 'a small write on a full map answered '
-          '%r' % (r2,))
-    if r2.status == 507:
-        status_of(r2, 507, 'InsufficientStorage')
-    d.restart()
-    runs2, _ = list_all(d, 'benchmarkruns')
-    eq(sorted(runs2), sorted(runs), 'runs after a restart of the full store')
-    # Near a full map LMDB may find room on a later try (pages freed by
-    # earlier commits become reusable as transactions advance): either
-    # answer is right today, as long as it is whole.
-    r3 = d.post(G + '/benchmarkruns', json.dumps(b))
-    check(r3.status in (201, 507), 'the failed bundle again answered %r' %
-          (r3,))
-    for plural, name, _ in parts(b):
+            want.setdefault(plural, {})[name] = dg
+    for plural in sorted(want):
+        got, _ = list_all(d, plural)
+        eq({n: v[0] for n, v in got.items()}, want[plural],
+           '%s listed after the map filled' % plural)
+    eq(d.get('/readyz').status, 200, 'readyz on a full map')
+
+    # Still full after a restart with the same limit; with room to grow,
+    # the refused bundle goes in whole.
+    d.kill()
+    start_checked(d, 'restart on the full map')
+    r2 = d.post(G + '/benchmarkruns', json.dumps(failed))
+    status_of(r2, 507, 'InsufficientStorage')
+    d.stop()
+    d.args = ['--map-size', '2M', '--map-max', '16M']
+    start_checked(d, 'restart with a larger map-max')
+    r3 = d.post(G + '/benchmarkruns', json.dumps(failed))
+    eq(r3.status, 201, 'the refused bundle once the map may grow (%r)' %
+       (r3,))
+    for plural, name, dg in parts(failed):
         g = d.get('%s/%s/%s' % (G, plural, name))
-        eq(g.status, 200 if r3.status == 201 else 404,
-           'GET %s/%s after the retry answered %d' % (plural, name,
-                                                      r3.status))
-    print('      %d bundles fit in the 2 MiB map; then %d %s; a small '
-          'protocol then %d; after a restart the failed bundle %d' %
-          (len(written), r.status, st_reason(r), r2.status, r3.status))
-
-
-def st_reason(r):
-    try:
-        return r.json().get('reason')
-    except TestFailure:
-        return '?'
+        eq(g.status, 200, 'GET %s/%s after growth' % (plural, name))
+        eq(g.json()['status']['digest'], dg, 'its digest')
+    print('      %d bundles fit in a map grown from 2 to 4 MiB, then 507 '
+          'InsufficientStorage; after a restart with map-max 16M: %d, map %d '
+          'bytes' % (len(written), r3.status,
+                     metric(d, 'kernelindex_store_map_bytes')))
 
 
 if __name__ == '__main__':

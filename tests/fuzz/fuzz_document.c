@@ -48,8 +48,10 @@ check_fixed_point(const ki_buf *canon, const char *what)
 
 	api_status_init(&st);
 	if (api_json_parse(canon->data, canon->len, 512, &back, &st) != KI_OK &&
-	    fuzz_known("bigint") && st.message != NULL &&
-	    strstr(st.message, "beyond the 64-bit range") != NULL) {
+	    st.message != NULL && ((fuzz_known("bigint") &&
+	    strstr(st.message, "beyond the 64-bit range") != NULL) ||
+	    (fuzz_known("scalar") &&
+	    strstr(st.message, "unexpected end of input") != NULL))) {
 		api_status_free(&st);
 		return;
 	}
