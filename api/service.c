@@ -319,6 +319,9 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	else if ((rc = api_labels_encode(labels, &lblob)) != KI_OK ||
 	    (rc = api_labels_facets(labels, k->id == API_RUN, &fblob)) != KI_OK)
 		goto out;
+	/* Every object counts once under "n:", so a kind's total is one
+	 * lookup, not a scan. */
+	ki_buf_append(&fblob, "n:", 3);
 	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
 		goto out;
 	rc = api_compute_status(txn, k, digest, refs, nrefs,
@@ -1446,6 +1449,10 @@ facet_stored(void *arg, const char *facet, size_t len, uint64_t count)
 	facet_acc *f = arg;
 	char key[STORE_MAX_NATKEY + 1];
 
+	if (len == 2 && memcmp(facet, "n:", 2) == 0) {
+		f->total = count;
+		return 0;
+	}
 	snprintf(key, sizeof(key), "%.*s", (int)len, facet);
 	json_object_object_add(f->counts, key, json_object_new_int64(
 	    (int64_t)count));
@@ -1506,8 +1513,6 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	 * equality requirement allows). */
 	if (q.labels->n == 0) {
 		rc = store_facets(txn, k->id, facet_stored, &f);
-		if (rc == KI_OK)
-			rc = store_count(txn, k->id, &f.total);
 	} else {
 		rc = run_query(txn, k, &q, NULL, 0, facet_scan, &f);
 	}

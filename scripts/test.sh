@@ -32,6 +32,13 @@ for f in tests/unit/unit_tests.log tests/e2e/*.log; do
 done
 cd "$top"
 
+echo "== the web page in headless Chromium"
+KI_DAEMON="$top/build/asan/kernelindexd" KI_SRCDIR="$top" \
+	KI_CLI="$top/build/asan/kernelindex" KI_SHARED_DIR="$top/../shared" \
+	KI_BROWSER_STRICT=1 tests/browser/run.sh > build/asan/browser.log 2>&1 ||
+	{ tail -n 80 build/asan/browser.log; exit 1; }
+tail -n 1 build/asan/browser.log
+
 echo "== valgrind: unit and end-to-end tests on the optimized build"
 (cd build/release && make -s -j"$jobs" tests/unit/unit_tests)
 export KI_SHARED_DIR="$top/../shared"

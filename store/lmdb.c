@@ -294,9 +294,9 @@ store_commit(store_txn *t)
 	if (rc != KI_OK) {
 		mdb_txn_abort(t->txn);
 	} else {
+		/* Without MDB_NOSYNC, LMDB's commit is itself durable: it syncs
+		 * the data pages, then writes the meta page synchronously. */
 		rc = map_rc(mdb_txn_commit(t->txn));
-		if (rc == KI_OK && t->write && t->dirty && t->s->nosync == 0)
-			rc = map_rc(mdb_env_sync(t->s->env, 1));
 	}
 	pthread_rwlock_unlock(&t->s->resize);
 	free(t);

@@ -9,7 +9,7 @@ and either writes the bundles as NDJSON or posts them to a daemon.
 
     liger_bundles.py CSV [-o FILE]            write NDJSON
     liger_bundles.py CSV --post URL           post in batches
-    liger_bundles.py --synthetic N --post URL N generated runs (scale tests)
+    liger_bundles.py CSV --synthetic N --post URL   N runs made from the rows (scale tests)
 
 The shapes follow the project's design contract and the importer's docs; the
 CLI importer (`kernelindex import liger`) is used instead where it is built.
