@@ -311,7 +311,7 @@ main(int argc, char **argv)
 	api.lim = &lim;
 	api.now = wall_now;
 	memset(&metrics, 0, sizeof(metrics));
-	if (watch_hub_create(&hub, &api) != KI_OK) {
+	if (watch_hub_create(&hub, &api, cfg.history) != KI_OK) {
 		log_error("cannot start the watch hub");
 		store_close(st);
 		return 1;

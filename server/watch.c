@@ -30,8 +30,26 @@ typedef struct watcher {
 	time_t deadline, next_bookmark;
 } watcher;
 
+/* One event kept in memory: the store_obj points into buf. */
+typedef struct cached_event {
+	uint64_t rv;
+	int type;
+	store_obj o;
+	char *buf;
+} cached_event;
+
+#define RING 4096                /* events kept in memory for watchers */
+#define RING_MAX_BYTES (64u << 20)
+
 struct watch_hub {
 	api_ctx *api;
+	/* The newest events, copied once per commit, so that a thousand
+	 * watchers do not each read the store's history. */
+	pthread_mutex_t notify_mu;   /* one filler at a time: no gaps */
+	cached_event ring[RING];
+	size_t ring_head, ring_count, ring_bytes;
+	uint64_t cached_rv;          /* newest rv in the ring */
+	uint64_t history;            /* the store's: the ring keeps no more */
 	pthread_mutex_t mu;
 	watcher *head;
 	uint64_t count;
@@ -50,17 +68,117 @@ resume_locked(watcher *w)
 	}
 }
 
+static void
+ring_drop_oldest(watch_hub *h)
+{
+	size_t i = (h->ring_head + RING - h->ring_count) % RING;
+
+	h->ring_bytes -= h->ring[i].o.json_len + h->ring[i].o.name_len +
+	    h->ring[i].o.labels_len;
+	free(h->ring[i].buf);
+	memset(&h->ring[i], 0, sizeof(h->ring[i]));
+	h->ring_count--;
+}
+
+typedef struct fresh {
+	cached_event *ev;
+	size_t n, cap;
+} fresh;
+
+/* Copies one event out of the store (its pointers die with the txn). */
+static int
+copy_event(void *arg, int type, const store_obj *o)
+{
+	fresh *f = arg;
+	cached_event *e;
+	char *p;
+
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		cached_event *n = realloc(f->ev, cap * sizeof(*n));
+
+		if (n == NULL)
+			return KI_ENOMEM;
+		f->ev = n;
+		f->cap = cap;
+	}
+	e = &f->ev[f->n];
+	e->buf = malloc(o->name_len + o->labels_len + o->json_len + 1);
+	if (e->buf == NULL)
+		return KI_ENOMEM;
+	e->rv = o->rv;
+	e->type = type;
+	e->o = *o;
+	p = e->buf;
+	memcpy(p, o->name, o->name_len);
+	e->o.name = p;
+	p += o->name_len;
+	if (o->labels_len)
+		memcpy(p, o->labels, o->labels_len);
+	e->o.labels = o->labels_len ? p : NULL;
+	p += o->labels_len;
+	memcpy(p, o->json, o->json_len);
+	e->o.json = p;
+	/* Only what watchers read stays valid. */
+	e->o.natkey = NULL;
+	e->o.natkey_len = 0;
+	e->o.refs = NULL;
+	e->o.nrefs = 0;
+	e->o.facets = NULL;
+	e->o.facets_len = 0;
+	f->n++;
+	return 0;
+}
+
 void
 watch_hub_notify(void *arg, uint64_t rv)
 {
 	watch_hub *h = arg;
+	fresh f = { NULL, 0, 0 };
+	store_txn *t;
+	int ok = 0;
 
+	pthread_mutex_lock(&h->notify_mu);
+	if (rv > h->cached_rv && store_begin(h->api->st, 0, &t) == KI_OK) {
+		ok = store_events_since(t, h->cached_rv, copy_event, &f) == KI_OK;
+		store_abort(t);
+	}
 	pthread_mutex_lock(&h->mu);
+	if (!ok && f.n == 0 && rv > h->cached_rv) {
+		/* Could not read: forget the ring, watchers read the store. */
+		while (h->ring_count > 0)
+			ring_drop_oldest(h);
+	}
+	for (size_t i = 0; i < f.n; i++) {
+		cached_event *e = &f.ev[i];
+
+		if (!ok || e->rv != h->cached_rv + 1) {
+			/* Not contiguous with the ring: restart it here. */
+			while (h->ring_count > 0)
+				ring_drop_oldest(h);
+		}
+		if (!ok) {
+			free(e->buf);
+			continue;
+		}
+		while (h->ring_count == RING || (h->ring_count > 0 &&
+		    (h->ring_bytes > RING_MAX_BYTES ||
+		    h->ring[(h->ring_head + RING - h->ring_count) % RING].rv +
+		    h->history <= e->rv)))
+			ring_drop_oldest(h);
+		h->ring[h->ring_head] = *e;
+		h->ring_head = (h->ring_head + 1) % RING;
+		h->ring_count++;
+		h->ring_bytes += e->o.json_len + e->o.name_len + e->o.labels_len;
+		h->cached_rv = e->rv;
+	}
 	if (rv > h->rv)
 		h->rv = rv;
 	for (watcher *w = h->head; w != NULL; w = w->next)
 		resume_locked(w);
 	pthread_mutex_unlock(&h->mu);
+	pthread_mutex_unlock(&h->notify_mu);
+	free(f.ev);
 }
 
 /* Wakes watchers whose timeout ended or whose bookmark is due. */
@@ -88,7 +206,7 @@ ticker(void *arg)
 }
 
 int
-watch_hub_create(watch_hub **out, api_ctx *api)
+watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
 {
 	watch_hub *h = calloc(1, sizeof(*h));
 	store_txn *t;
@@ -97,10 +215,13 @@ watch_hub_create(watch_hub **out, api_ctx *api)
 	if (h == NULL)
 		return KI_ENOMEM;
 	h->api = api;
+	h->history = history ? history : 100000;
 	pthread_mutex_init(&h->mu, NULL);
+	pthread_mutex_init(&h->notify_mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 	if (store_begin(api->st, 0, &t) == KI_OK) {
 		h->rv = store_rv(t);
+		h->cached_rv = h->rv;
 		store_abort(t);
 	}
 	if (pthread_create(&h->ticker, NULL, ticker, h) != 0) {
@@ -123,6 +244,9 @@ watch_hub_destroy(watch_hub *h)
 	pthread_cond_signal(&h->cv);
 	pthread_mutex_unlock(&h->mu);
 	pthread_join(h->ticker, NULL);
+	while (h->ring_count > 0)
+		ring_drop_oldest(h);
+	pthread_mutex_destroy(&h->notify_mu);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
@@ -214,6 +338,37 @@ expired(watcher *w, uint64_t rv)
 	w->ended = 1;
 }
 
+/* Serves the events after last_rv from the ring when it holds them all;
+ * returns 0 when the store must be read instead. */
+static int
+fill_from_ring(watcher *w)
+{
+	watch_hub *h = w->hub;
+	size_t first;
+	int served = 0;
+
+	pthread_mutex_lock(&h->mu);
+	if (h->ring_count > 0) {
+		first = (h->ring_head + RING - h->ring_count) % RING;
+		/* Only a ring that is up to date with the commits, and reaches
+		 * back to what this watcher has seen, can stand for the store. */
+		if (h->ring[first].rv <= w->last_rv + 1 &&
+		    h->cached_rv >= w->last_rv && h->cached_rv >= h->rv) {
+			for (size_t k = 0; k < h->ring_count; k++) {
+				cached_event *e = &h->ring[(first + k) % RING];
+
+				if (e->rv <= w->last_rv)
+					continue;
+				if (on_event(w, e->type, &e->o) != 0)
+					break;
+			}
+			served = 1;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	return served;
+}
+
 /* Reads what happened since last_rv into pending. */
 static void
 fill(watcher *w)
@@ -221,6 +376,8 @@ fill(watcher *w)
 	store_txn *t;
 	int rc;
 
+	if (!w->p.initial && !w->p.bookmarks && fill_from_ring(w))
+		return;
 	if (store_begin(w->hub->api->st, 0, &t) != KI_OK)
 		return;
 	if (w->p.initial) {

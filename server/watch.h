@@ -22,7 +22,8 @@ typedef struct watch_params {
 	int timeout;                /* timeoutSeconds, 0 = none */
 } watch_params;
 
-int watch_hub_create(watch_hub **out, api_ctx *api);
+/* history: the store's event history; the in-memory ring keeps no more. */
+int watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history);
 /* Ends every stream and frees. The HTTP server must be stopped first. */
 void watch_hub_destroy(watch_hub *h);
 /* The api_ctx.committed hook: wakes every watcher. */
