@@ -388,7 +388,8 @@ def table(results, out):
     # RSS
     rss = [k for k in vals if k.startswith("rss_")]
     for k in rss:
-        add("RSS after %s (MB)" % k[4:].replace("_", " "), fmt(m(k)), "", "", "",
+        add("RSS after %s (MB; private in brackets)" % k[4:].replace("_", " "),
+            "%s (%s)" % (fmt(m(k)), fmt(m("anon_" + k[4:]))), "", "", "",
             None)
 
     hot = [(k[4:], v) for k, v in info.items() if k.startswith("hot_")]

@@ -134,7 +134,10 @@ status_mb() {
 		grep "^$2:" "/proc/$p/status" 2>/dev/null || true
 	done | awk '{s += $2} END {printf "%.1f\n", s / 1024}'
 }
-rss() { rec "rss_$1" "$(status_mb "$2" VmRSS)"; }
+rss() {
+	rec "rss_$1" "$(status_mb "$2" VmRSS)"
+	rec "anon_$1" "$(status_mb "$2" RssAnon)"
+}
 
 # Counting a process's sync calls while wrk runs: perf's syscall
 # tracepoints, when perf and they are there.
@@ -457,7 +460,8 @@ list_measure() {
 			    "$KI/benchmarkruns?$url")" = 200 ] ||
 			    die "list $q answered non-200"
 			wrk_run "list_${sc}_$q" "$KI_PID" -t1 -c1 -d${LIST_D}s \
-			    --latency -s "$HERE/stats.lua" "$KI/benchmarkruns?$url"
+			    --latency --timeout 10s -s "$HERE/stats.lua" \
+			    "$KI/benchmarkruns?$url"
 		done
 	done
 	rec "rssanon_${sc}_mb" "$(status_mb "$KI_PID" RssAnon)"
