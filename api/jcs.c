@@ -772,7 +772,8 @@ static int
 scan_close_object(struct scan *s)
 {
 	struct frame *f = &s->fr[s->nfr - 1];
-	struct key_ref *k = s->keys + f->base;
+	/* No key recorded yet: keys may still be NULL. */
+	struct key_ref *k = s->keys != NULL ? s->keys + f->base : NULL;
 	size_t n = s->nkeys - f->base, i, best = 0;
 	int have = 0, rc = KI_OK;
 

@@ -261,9 +261,12 @@ api_field_selector_parse(const char *text, api_selector *out, char *err,
 static const char *
 blob_get(const char *labels, size_t len, const char *key)
 {
-	const char *p = labels, *end = labels + len;
+	const char *p = labels, *end;
 
-	while (labels != NULL && p < end) {
+	if (labels == NULL)
+		return NULL;
+	end = labels + len;
+	while (p < end) {
 		const char *k = p, *v;
 
 		v = k + strnlen(k, (size_t)(end - k)) + 1;

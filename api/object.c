@@ -94,6 +94,47 @@ check_text(const char *text, size_t len, size_t *at)
 	return NULL;
 }
 
+/* Finds a number that RFC 8785 would write as an integer literal beyond
+ * what json-c reads back exactly (magnitude in [2^63, 10^21)); appends its
+ * path to path and returns 1, else 0. */
+static int
+find_inexact(struct json_object *v, ki_buf *path)
+{
+	size_t base = path->len;
+
+	switch (json_object_get_type(v)) {
+	case json_type_double: {
+		double d = fabs(json_object_get_double(v));
+
+		return d >= 9223372036854775808.0 && d < 1e21;
+	}
+	case json_type_object:
+		json_object_object_foreach(v, key, val) {
+			ki_buf_printf(path, "%s%s", base ? "." : "", key);
+			if (val != NULL && find_inexact(val, path))
+				return 1;
+			path->len = base;
+			if (path->data)
+				path->data[base] = '\0';
+		}
+		return 0;
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			struct json_object *item = json_object_array_get_idx(v, i);
+
+			ki_buf_printf(path, "[%zu]", i);
+			if (item != NULL && find_inexact(item, path))
+				return 1;
+			path->len = base;
+			if (path->data)
+				path->data[base] = '\0';
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 int
 api_json_parse(const char *text, size_t len, int max_depth,
 	struct json_object **out, api_status *st)
@@ -136,6 +177,22 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	obj = json_tokener_parse_ex(tok, text, (int)len);
 	err = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
+	if (obj == NULL && err == json_tokener_continue) {
+		/* A bare number at the very end ends only with the input: json-c
+		 * needs to see the terminating NUL. */
+		size_t before = end;
+
+		obj = json_tokener_parse_ex(tok, "", 1);
+		err = json_tokener_get_error(tok);
+		if (err != json_tokener_success) {
+			/* Truly truncated: say so. */
+			if (obj != NULL)
+				json_object_put(obj);
+			obj = NULL;
+			err = json_tokener_continue;
+		}
+		end = before;
+	}
 	json_tokener_free(tok);
 	if (err == json_tokener_continue) {
 		api_status_fail(st, 400, "BadRequest", "the body is not valid JSON: "
@@ -195,6 +252,21 @@ api_json_parse(const char *text, size_t len, int max_depth,
 			api_status_cause(st, "FieldValueInvalid",
 			    path.data ? path.data : "", "Invalid value: %s",
 			    why ? why : "cannot be represented exactly");
+			ki_buf_free(&path);
+			goto fail;
+		}
+	}
+	if (rc == 0) {
+		ki_buf_reset(&path);
+		if (find_inexact(obj, &path)) {
+			api_status_fail(st, 400, "BadRequest", "the body is not "
+			    "accepted: a number at \"%s\" is 2^63 or more in magnitude "
+			    "and below 10^21, which the canonical form would write as an "
+			    "integer that cannot be read back exactly",
+			    path.data ? path.data : "");
+			api_status_cause(st, "FieldValueInvalid",
+			    path.data ? path.data : "", "Invalid value: must be below "
+			    "2^63 in magnitude");
 			ki_buf_free(&path);
 			goto fail;
 		}

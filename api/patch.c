@@ -107,10 +107,11 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	api_status_init(&st);
 	wname = meta_str(want, "name");
 	if (wname != NULL && strcmp(wname, name) != 0) {
-		json_object_put(want);
+		/* The message quotes wname: answer before letting want go. */
 		status_resp(r, 400, "BadRequest", "metadata.name", "the name of the "
-		    "object (%s) does not match the name in the URL (%s)", wname,
-		    name);
+		    "object (%.253s) does not match the name in the URL (%.253s)",
+		    wname, name);
+		json_object_put(want);
 		goto out;
 	}
 	/* Validate the wanted object as an upload would, which also prunes

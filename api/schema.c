@@ -84,11 +84,13 @@ static const api_field measurement_item[] = {
 };
 
 static const api_field source_native[] = {
+	/* The natural key (source, a separator, externalId, after a kind byte)
+	 * keys an LMDB table: at most 511 bytes. */
 	{ "source", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY, NULL, NULL,
-	  256, "The harness that produced the row (the natural key's first "
+	  128, "The harness that produced the row (the natural key's first "
 	  "half)." },
 	{ "externalId", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY, NULL,
-	  NULL, 512, "The row's id in that source (the natural key's second "
+	  NULL, 380, "The row's id in that source (the natural key's second "
 	  "half)." },
 	{ "benchmark", API_T_STRING, 0, NULL, NULL, 256,
 	  "The source's benchmark name, e.g. embedding/full." },
@@ -419,6 +421,14 @@ api_json_number(struct json_object *v, double *out)
 	return 1;
 }
 
+/* Numbers in [2^63, 10^21) in magnitude are written by RFC 8785 as integer
+ * literals that json-c (int64/uint64) cannot read back exactly. */
+static int
+exact_magnitude(double d)
+{
+	return fabs(d) < 9223372036854775808.0 || fabs(d) >= 1e21;
+}
+
 /* ---- the walker ---- */
 
 void
@@ -624,7 +634,7 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 		if (t == json_type_string || t == json_type_boolean)
 			return;
 		if ((t == json_type_int || t == json_type_double) &&
-		    api_json_number(v, &d))
+		    api_json_number(v, &d) && exact_magnitude(d))
 			return;
 		invalid(st, path->data, v,
 		    "must be a string, a finite number or a boolean");
@@ -642,6 +652,12 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 		}
 		if (!api_json_number(v, &d)) {
 			invalid(st, path->data, v, "must be a finite number");
+			return;
+		}
+		if (!exact_magnitude(d)) {
+			invalid(st, path->data, v, "must be below 2^63 in magnitude "
+			    "(RFC 8785 writes larger integers in full, and they would "
+			    "not read back exactly)");
 			return;
 		}
 		if (f->type == API_T_INTEGER && d != floor(d)) {

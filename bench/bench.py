@@ -281,6 +281,9 @@ def table(results, out):
     add("  sync calls per durable write (fdatasync/fsync/msync)",
         fmt(m("post64_ki_syncs_per_req")),
         fmt(m("post64_etcd_syncs_per_req")) + " etcd", "", "", None)
+    add("  bytes written to storage per durable write (/proc/PID/io)",
+        fmt(m("post64_ki_wbytes")), fmt(m("post64_etcd_wbytes")) + " etcd",
+        fmt(ratio("post64_ki_wbytes", "post64_etcd_wbytes"), "×"), "", None)
     add("durable POST, 1 connection, p50 (ms)", fmt(ms("post1_ki_p50_us")),
         fmt(ms("post1_etcd_p50_us")) + " etcd",
         fmt(ratio("post1_ki_p50_us", "post1_etcd_p50_us"), "×"), "< 1 ms",
@@ -294,6 +297,9 @@ def table(results, out):
     add("  sync calls per durable write, 1 connection",
         fmt(m("post1_ki_syncs_per_req")),
         fmt(m("post1_etcd_syncs_per_req")) + " etcd", "", "", None)
+    add("  bytes written to storage per durable write, 1 connection",
+        fmt(m("post1_ki_wbytes")), fmt(m("post1_etcd_wbytes")) + " etcd",
+        fmt(ratio("post1_ki_wbytes", "post1_etcd_wbytes"), "×"), "", None)
     # 3. import
     add("import the 2,448-row Liger CSV through the CLI (s)",
         fmt(m("import_s")), "", "", "< 2 s",

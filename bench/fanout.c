@@ -606,9 +606,14 @@ main(int argc, char **argv)
 				post_send(idle);
 				due += 1.0 / rate;
 			}
-			ms = (int)((due - now()) * 1000);
-			if (ms < 0)
-				ms = 0;
+			/* Behind (every writer busy): an answer wakes the loop.
+			 * Ahead: sleep until the next turn, rounded up to a
+			 * millisecond — the schedule is absolute, so a late
+			 * turn is made up at once, and the loop never spins. */
+			if (due <= now())
+				ms = 10;
+			else
+				ms = (int)((due - now()) * 1000) + 1;
 			if (ms > 10)
 				ms = 10;
 			poll_once(ms);

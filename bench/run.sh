@@ -127,6 +127,13 @@ ticks() {
 	done
 	echo "$t"
 }
+# Bytes a process tree caused to be written to storage (/proc/PID/io).
+wbytes() {
+	local p
+	for p in $(tree "$1"); do
+		cat "/proc/$p/io" 2>/dev/null || true
+	done | awk '$1 == "write_bytes:" {s += $2} END {printf "%.0f\n", s}'
+}
 # Sum of a /proc/PID/status field (kB) over a process tree, in MB.
 status_mb() {
 	local p
@@ -195,14 +202,17 @@ $(tail -5 "$T/kernelindexd.log")"
 }
 
 # wrk_run KEY PID WRK-ARGS... — runs wrk (whose script prints a KIRESULT
-# line) and records KEY_rps, KEY_p50_us, KEY_p99_us and KEY_cpu_us, the
-# server's CPU time per request (PID's process tree).
+# line) and records KEY_rps, KEY_p50_us, KEY_p99_us, KEY_cpu_us (the
+# server's CPU time per request, PID's process tree) and KEY_wbytes (the
+# bytes it wrote to storage per request).
 wrk_run() {
-	local key=$1 pid=$2 t0 t1 out line
+	local key=$1 pid=$2 t0 t1 b0 b1 out line
 	shift 2
 	t0=$(ticks "$pid")
+	b0=$(wbytes "$pid")
 	out=$(wrk "$@" 2>&1) || die "wrk failed: $out"
 	t1=$(ticks "$pid")
+	b1=$(wbytes "$pid")
 	line=$(printf '%s\n' "$out" | grep '^KIRESULT' | tail -1)
 	[ -n "$line" ] || die "wrk printed no result: $out"
 	W_rps= W_requests= W_p50_us= W_p99_us= W_errors=0 W_status_errors=0
@@ -215,6 +225,8 @@ wrk_run() {
 	if [ "${W_requests:-0}" -gt 0 ]; then
 		rec "${key}_cpu_us" "$(awk -v d=$((t1 - t0)) -v n="$W_requests" \
 		    -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
+		rec "${key}_wbytes" "$(awk -v d=$((b1 - b0)) -v n="$W_requests" \
+		    'BEGIN {printf "%.0f", d / n}')"
 	fi
 	if [ "$W_errors" != 0 ] || [ "$W_status_errors" != 0 ] ||
 	    [ "$W_bad" != 0 ] ||

@@ -135,24 +135,75 @@ ki_buf_printf(ki_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+/* Length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
+static size_t
+utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp, min;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+		min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+		min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
 int
 ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t i, run = 0;
+	size_t i = 0, run = 0;
 
 	if (ki_buf_reserve(b, n + 2) != KI_OK)
 		return KI_ENOMEM;
 	ki_buf_putc(b, '"');
-	for (i = 0; i < n; i++) {
+	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[6];
-		size_t elen = 2;
+		size_t elen = 2, u;
 
-		if (c >= 0x20 && c != '"' && c != '\\')
+		if (c >= 0x80) {
+			u = utf8_len((const unsigned char *)s + i, n - i);
+			if (u > 0) {
+				i += u;
+				continue;
+			}
+			/* Not UTF-8 (a message cut inside a character, a raw byte
+			 * echoed back): U+FFFD keeps the answer valid JSON. */
+			ki_buf_append(b, s + run, i - run);
+			ki_buf_puts(b, "\xef\xbf\xbd");
+			run = ++i;
 			continue;
+		}
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
 		ki_buf_append(b, s + run, i - run);
-		run = i + 1;
+		run = ++i;
 		esc[0] = '\\';
 		switch (c) {
 		case '"': esc[1] = '"'; break;

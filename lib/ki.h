@@ -49,7 +49,9 @@ int ki_buf_printf(ki_buf *b, const char *fmt, ...)
 int ki_buf_vprintf(ki_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0)));
 /* Appends s (n bytes, UTF-8) as a quoted JSON string with RFC 8785's
- * minimal escapes: \" \\ \b \f \n \r \t, other controls as \u00xx. */
+ * minimal escapes: \" \\ \b \f \n \r \t, other controls as \u00xx.
+ * Bytes that are not well-formed UTF-8 become U+FFFD, so the output is
+ * always valid JSON. */
 int ki_buf_json_string(ki_buf *b, const char *s, size_t n);
 /* Hands the memory to the caller (caller frees with free()); the buffer is
  * re-initialised. Returns NULL after an OOM (and frees). */
