@@ -159,6 +159,22 @@ api_jcs_number(double v, char out[32])
 		out[o++] = '-';
 		v = -v;
 	}
+	if (v < 9007199254740992.0 && v == floor(v)) {
+		/* Integers below 2^53 (most figures: ns, bytes, shapes) are their
+		 * own shortest form, written without exponent. */
+		char tmp[20];
+		uint64_t u = (uint64_t)v;
+		int t = 0;
+
+		while (u > 0) {
+			tmp[t++] = (char)('0' + u % 10);
+			u /= 10;
+		}
+		while (t > 0)
+			out[o++] = tmp[--t];
+		out[o] = '\0';
+		return (int)o;
+	}
 	decimal_shortest(v, &d);
 	k = d.p;
 	n = d.exp + 1; /* the value is 0.d1..dk x 10^n */
