@@ -233,7 +233,8 @@ $(tail -5 "$T/kernelindexd.log" 2>/dev/null)"
 	if [ "$W_errors" != 0 ] || [ "$W_status_errors" != 0 ] ||
 	    [ "$W_bad" != 0 ] ||
 	    printf '%s\n' "$out" | grep -q 'Non-2xx'; then
-		note "$key: $W_errors socket errors, $W_status_errors answers" \
+		note "$key: $W_errors socket errors (connect, read, write," \
+		    "timeout), $W_status_errors answers" \
 		    "≥ 400, $W_bad with an unexpected status in $W_requests" \
 		    "requests"
 	fi
@@ -593,6 +594,8 @@ fi
 cp "$T/header.md" "$OUTFILE"
 $PY table "$RES" "$T/table.md" >/dev/null
 cat "$T/table.md" >>"$OUTFILE"
+# Every figure of every run, for a later look or another table.
+[ "$OUTFILE" = /dev/null ] || cp "$RES" "${OUTFILE%.md}-raw.txt"
 echo
 cat "$T/table.md"
 say

@@ -354,11 +354,13 @@ fill_from_ring(watcher *w)
 		 * back to what this watcher has seen, can stand for the store. */
 		if (h->ring[first].rv <= w->last_rv + 1 &&
 		    h->cached_rv >= w->last_rv && h->cached_rv >= h->rv) {
-			for (size_t k = 0; k < h->ring_count; k++) {
+			/* The ring's rvs are consecutive: the first new event is at
+			 * a known offset, no scan. */
+			size_t skip = (size_t)(w->last_rv + 1 - h->ring[first].rv);
+
+			for (size_t k = skip; k < h->ring_count; k++) {
 				cached_event *e = &h->ring[(first + k) % RING];
 
-				if (e->rv <= w->last_rv)
-					continue;
 				if (on_event(w, e->type, &e->o) != 0)
 					break;
 			}

@@ -205,8 +205,13 @@ maybe_grow(store *s)
 	MDB_stat st;
 	uint64_t used, size, want;
 
-	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0)
+	/* The map may be replaced under a reader of it: look under the lock. */
+	pthread_rwlock_rdlock(&s->resize);
+	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0) {
+		pthread_rwlock_unlock(&s->resize);
 		return;
+	}
+	pthread_rwlock_unlock(&s->resize);
 	used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 	size = info.me_mapsize;
 	if (used < size / 4 * 3 || size >= s->map_max)
@@ -947,8 +952,12 @@ store_stat(store *s, store_stats *out)
 {
 	MDB_envinfo info;
 	MDB_stat st;
+	int rc;
 
-	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0)
+	pthread_rwlock_rdlock(&s->resize);
+	rc = mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0;
+	pthread_rwlock_unlock(&s->resize);
+	if (rc)
 		return KI_ESTORE;
 	out->map_size = info.me_mapsize;
 	out->page_size = st.ms_psize;
