@@ -429,17 +429,6 @@ api_slug(const char *s, char out[64])
 	return n;
 }
 
-/* Parses the spec of the stored object with digest d (of kind kind) into a
- * json-c tree (caller puts it), or NULL when it is not stored. */
-static struct json_object *
-ref_spec(store_txn *txn, const uint8_t *d, int kind)
-{
-	store_obj o;
-
-	if (store_get_by_digest(txn, d, &o) != KI_OK || o.kind != kind)
-		return NULL;
-	return api_json_parse_len(o.json + o.spec_off, o.spec_len);
-}
 
 static void
 set_label(struct json_object *labels, const char *key, const char *value)
@@ -451,27 +440,15 @@ set_label(struct json_object *labels, const char *key, const char *value)
 	json_object_object_add(labels, key, json_object_new_string(slug));
 }
 
-static const char *
-str_at(struct json_object *o, const char *a, const char *b)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, a, &v))
-		return NULL;
-	if (b != NULL && !json_object_object_get_ex(v, b, &v))
-		return NULL;
-	return json_object_is_type(v, json_type_string) ?
-	    json_object_get_string(v) : NULL;
-}
 
 /* The GPU slug of an environment: product and form factor without the
  * vendor's name ("NVIDIA A100" + "SXM4-80GB" -> "a100-sxm4-80gb"). */
 static void
 gpu_label(struct json_object *labels, struct json_object *env)
 {
-	const char *product = str_at(env, "hardware", "product");
-	const char *ff = str_at(env, "hardware", "formFactor");
-	const char *vendor = str_at(env, "hardware", "vendor");
+	const char *product = api_json_str_at(env, "hardware", "product");
+	const char *ff = api_json_str_at(env, "hardware", "formFactor");
+	const char *vendor = api_json_str_at(env, "hardware", "vendor");
 	char text[256];
 	size_t vl = vendor ? strlen(vendor) : 0;
 
@@ -508,9 +485,9 @@ static void
 labels_from_native(struct json_object *labels, struct json_object *spec,
 	int have_workload, int have_impl, int have_env)
 {
-	const char *bench = str_at(spec, "sourceNative", "benchmark");
-	const char *src = str_at(spec, "sourceNative", "source");
-	const char *ext = str_at(spec, "sourceNative", "externalId");
+	const char *bench = api_json_str_at(spec, "sourceNative", "benchmark");
+	const char *src = api_json_str_at(spec, "sourceNative", "source");
+	const char *ext = api_json_str_at(spec, "sourceNative", "externalId");
 	char buf[600];
 	char *seg[8];
 	int n = 0;
@@ -557,20 +534,20 @@ api_run_derive_labels(store_txn *txn, struct json_object *spec,
 	int latency = 0, memory = 0;
 
 	if (nrefs == API_NREFS) {
-		wl = ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
+		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
 		    API_WORKLOAD);
-		impl = ref_spec(txn, refs + API_REF_IMPLEMENTATION * API_DIGEST_LEN,
+		impl = api_ref_spec(txn, refs + API_REF_IMPLEMENTATION * API_DIGEST_LEN,
 		    API_IMPLEMENTATION);
-		env = ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
+		env = api_ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
 		    API_ENVIRONMENT);
 	}
 	if (wl != NULL) {
-		set_label(labels, "kernel", str_at(wl, "kernel", NULL));
-		set_label(labels, "pass", str_at(wl, "pass", NULL));
-		set_label(labels, "dtype", str_at(wl, "dtype", NULL));
+		set_label(labels, "kernel", api_json_str_at(wl, "kernel", NULL));
+		set_label(labels, "pass", api_json_str_at(wl, "pass", NULL));
+		set_label(labels, "dtype", api_json_str_at(wl, "dtype", NULL));
 	}
 	if (impl != NULL)
-		set_label(labels, "provider", str_at(impl, "provider", NULL));
+		set_label(labels, "provider", api_json_str_at(impl, "provider", NULL));
 	if (env != NULL)
 		gpu_label(labels, env);
 	labels_from_native(labels, spec, wl != NULL, impl != NULL, env != NULL);
@@ -579,7 +556,7 @@ api_run_derive_labels(store_txn *txn, struct json_object *spec,
 	if (json_object_object_get_ex(spec, "measurements", &ms) &&
 	    json_object_is_type(ms, json_type_array)) {
 		for (size_t i = 0; i < json_object_array_length(ms); i++) {
-			const char *m = str_at(json_object_array_get_idx(ms, i),
+			const char *m = api_json_str_at(json_object_array_get_idx(ms, i),
 			    "metric", NULL);
 
 			if (m != NULL && strcmp(m, "latency") == 0)

@@ -42,36 +42,12 @@ check_text(const char *text, size_t len, size_t *at)
 
 		*at = i;
 		if (c >= 0x80) {
-			size_t n;
-			unsigned cp, min;
+			size_t n = ki_utf8_len(s + i, len - i);
 
-			if (c >= 0xc2 && c <= 0xdf) {
-				n = 1;
-				cp = c & 0x1f;
-				min = 0x80;
-			} else if (c >= 0xe0 && c <= 0xef) {
-				n = 2;
-				cp = c & 0x0f;
-				min = 0x800;
-			} else if (c >= 0xf0 && c <= 0xf4) {
-				n = 3;
-				cp = c & 0x07;
-				min = 0x10000;
-			} else {
-				return "invalid UTF-8";
-			}
-			for (size_t j = 1; j <= n; j++) {
-				if (i + j >= len || (s[i + j] & 0xc0) != 0x80)
-					return "invalid UTF-8";
-				cp = (cp << 6) | (s[i + j] & 0x3f);
-			}
-			if (cp < min)
-				return "invalid UTF-8 (overlong encoding)";
-			if (cp >= 0xd800 && cp <= 0xdfff)
-				return "invalid UTF-8 (an encoded surrogate)";
-			if (cp > 0x10ffff)
-				return "invalid UTF-8 (beyond U+10FFFF)";
-			i += n;
+			if (n == 0)
+				return "invalid UTF-8 (a malformed, overlong or surrogate "
+				    "sequence, or one beyond U+10FFFF)";
+			i += n - 1;
 			continue;
 		}
 		if (in_str) {
@@ -305,6 +281,29 @@ api_json_parse_len(const char *s, size_t n)
 	return o;
 }
 
+const char *
+api_json_str_at(struct json_object *o, const char *a, const char *b)
+{
+	struct json_object *v;
+
+	if (o == NULL || !json_object_object_get_ex(o, a, &v))
+		return NULL;
+	if (b != NULL && !json_object_object_get_ex(v, b, &v))
+		return NULL;
+	return json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL;
+}
+
+struct json_object *
+api_ref_spec(store_txn *txn, const uint8_t *d, int kind)
+{
+	store_obj o;
+
+	if (store_get_by_digest(txn, d, &o) != KI_OK || o.kind != kind)
+		return NULL;
+	return api_json_parse_len(o.json + o.spec_off, o.spec_len);
+}
+
 /* Joins a prefix and a field path: ("run", "spec.x") -> "run.spec.x". */
 static void
 join(char *out, size_t n, const char *prefix, const char *field)
@@ -440,16 +439,6 @@ check_metadata(struct json_object *meta, const char *prefix, api_status *st,
 		    "Required value: name is required");
 }
 
-static const char *
-str_member(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 void
 api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
@@ -473,8 +462,8 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 		    "Invalid value: a document must be a JSON object");
 		return;
 	}
-	apiv = str_member(obj, "apiVersion");
-	kind = str_member(obj, "kind");
+	apiv = api_json_str_at(obj, "apiVersion", NULL);
+	kind = api_json_str_at(obj, "kind", NULL);
 	if (kind == NULL) {
 		api_status_fail(st, 400, "BadRequest", "%s%sObject 'Kind' is "
 		    "missing: every document needs \"apiVersion\": \""
@@ -543,7 +532,7 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 		    "Invalid value: must be of type object");
 	else
 		check_metadata(meta, path, st, unk);
-	d->name = str_member(meta, "name");
+	d->name = api_json_str_at(meta, "name", NULL);
 
 	join(p, sizeof(p), path, "spec");
 	if (!json_object_object_get_ex(obj, "spec", &spec) || spec == NULL) {
@@ -584,7 +573,7 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 		const char *src, *ext;
 
 		for (int i = 0; i < API_NREFS; i++) {
-			const char *s = str_member(spec, fields[i]);
+			const char *s = api_json_str_at(spec, fields[i], NULL);
 
 			if (s == NULL || api_digest_parse(s, strlen(s),
 			    d->refs[i]) != KI_OK)
@@ -592,8 +581,8 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 		}
 		d->nrefs = API_NREFS;
 		json_object_object_get_ex(spec, "sourceNative", &sn);
-		src = str_member(sn, "source");
-		ext = str_member(sn, "externalId");
+		src = api_json_str_at(sn, "source", NULL);
+		ext = api_json_str_at(sn, "externalId", NULL);
 		if (src != NULL && ext != NULL) {
 			ki_buf_puts(&d->natkey, src);
 			ki_buf_putc(&d->natkey, '\x1f');

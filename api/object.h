@@ -47,6 +47,14 @@ int api_json_parse(const char *text, size_t len, int max_depth,
  * caller puts, or NULL. */
 struct json_object *api_json_parse_len(const char *s, size_t n);
 
+/* The string at o.a (or o.a.b when b is non-NULL), or NULL; borrowed. */
+const char *api_json_str_at(struct json_object *o, const char *a,
+	const char *b);
+
+/* The spec of the stored object with digest d, when it is of kind, as a
+ * tree the caller puts; else NULL. */
+struct json_object *api_ref_spec(store_txn *txn, const uint8_t *d, int kind);
+
 /* Validates obj (consumed: d owns it) as a document of some kind at path
  * prefix `path` ("" for a lone document). expect, if non-NULL, is the kind
  * the collection requires. Problems: causes on st (422), or st->code 400

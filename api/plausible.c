@@ -14,28 +14,7 @@
 #include "api/object.h"
 #include "api/schema.h"
 
-static const char *
-str_at(struct json_object *o, const char *a, const char *b)
-{
-	struct json_object *v;
 
-	if (o == NULL || !json_object_object_get_ex(o, a, &v))
-		return NULL;
-	if (b != NULL && !json_object_object_get_ex(v, b, &v))
-		return NULL;
-	return json_object_is_type(v, json_type_string) ?
-	    json_object_get_string(v) : NULL;
-}
-
-static struct json_object *
-ref_spec(store_txn *txn, const uint8_t *d, int kind)
-{
-	store_obj o;
-
-	if (store_get_by_digest(txn, d, &o) != KI_OK || o.kind != kind)
-		return NULL;
-	return api_json_parse_len(o.json + o.spec_off, o.spec_len);
-}
 
 /* "batch8-hidden4096-seq2048-vocab131072-fp32" -> parameters and dtype. */
 static struct json_object *
@@ -102,12 +81,12 @@ api_run_workload(store_txn *txn, struct json_object *spec,
 
 	*derived = 0;
 	if (nrefs == API_NREFS)
-		wl = ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
+		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
 		    API_WORKLOAD);
 	if (wl != NULL)
 		return wl;
-	bench = str_at(spec, "sourceNative", "benchmark");
-	ext = str_at(spec, "sourceNative", "externalId");
+	bench = api_json_str_at(spec, "sourceNative", "benchmark");
+	ext = api_json_str_at(spec, "sourceNative", "externalId");
 	if (bench == NULL || ext == NULL || (slash = strchr(bench, '/')) == NULL)
 		return NULL;
 	snprintf(kernel, sizeof(kernel), "%.*s", (int)(slash - bench), bench);
@@ -139,9 +118,9 @@ claimed(struct json_object *spec, double *v, int *memory)
 		return 0;
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		struct json_object *m = json_object_array_get_idx(ms, i);
-		const char *metric = str_at(m, "metric", NULL);
-		const char *stat = str_at(m, "statistic", NULL);
-		const char *unit = str_at(m, "unit", NULL);
+		const char *metric = api_json_str_at(m, "metric", NULL);
+		const char *stat = api_json_str_at(m, "statistic", NULL);
+		const char *unit = api_json_str_at(m, "unit", NULL);
 		double d, f;
 
 		if (metric == NULL || stat == NULL || unit == NULL ||
@@ -189,7 +168,7 @@ api_plausibility_eval(store_txn *txn, struct json_object *spec,
 		goto out;
 	}
 	if (nrefs == API_NREFS)
-		env = ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
+		env = api_ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
 		    API_ENVIRONMENT);
 	if (env == NULL) {
 		snprintf(out->message, sizeof(out->message), "the environment is not "
@@ -200,19 +179,19 @@ api_plausibility_eval(store_txn *txn, struct json_object *spec,
 	if (gpu == NULL) {
 		snprintf(out->message, sizeof(out->message), "the GPU \"%.100s\" is "
 		    "not in the table of datasheet peaks",
-		    str_at(env, "hardware", "product") ?
-		    str_at(env, "hardware", "product") : "");
+		    api_json_str_at(env, "hardware", "product") ?
+		    api_json_str_at(env, "hardware", "product") : "");
 		goto out;
 	}
-	rc = api_cost_estimate(str_at(wl, "kernel", NULL),
-	    str_at(wl, "pass", NULL), str_at(wl, "dtype", NULL),
+	rc = api_cost_estimate(api_json_str_at(wl, "kernel", NULL),
+	    api_json_str_at(wl, "pass", NULL), api_json_str_at(wl, "dtype", NULL),
 	    json_object_object_get(wl, "parameters"), &cost);
 	if (rc != KI_OK) {
 		snprintf(out->message, sizeof(out->message), rc == KI_ENOTFOUND ?
 		    "no byte and FLOP model for the kernel \"%.60s\"" :
 		    "the workload lacks what the model needs: %.60s",
-		    rc == KI_ENOTFOUND ? (str_at(wl, "kernel", NULL) ?
-		    str_at(wl, "kernel", NULL) : "") :
+		    rc == KI_ENOTFOUND ? (api_json_str_at(wl, "kernel", NULL) ?
+		    api_json_str_at(wl, "kernel", NULL) : "") :
 		    (cost.missing ? cost.missing : "a parameter"));
 		goto out;
 	}

@@ -135,9 +135,8 @@ ki_buf_printf(ki_buf *b, const char *fmt, ...)
 	return rc;
 }
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
-static size_t
-utf8_len(const unsigned char *s, size_t n)
+size_t
+ki_utf8_len(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0], cp, min;
 	size_t len;
@@ -186,7 +185,7 @@ ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 		size_t elen = 2, u;
 
 		if (c >= 0x80) {
-			u = utf8_len((const unsigned char *)s + i, n - i);
+			u = ki_utf8_len((const unsigned char *)s + i, n - i);
 			if (u > 0) {
 				i += u;
 				continue;

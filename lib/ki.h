@@ -53,6 +53,10 @@ int ki_buf_vprintf(ki_buf *b, const char *fmt, va_list ap)
  * Bytes that are not well-formed UTF-8 become U+FFFD, so the output is
  * always valid JSON. */
 int ki_buf_json_string(ki_buf *b, const char *s, size_t n);
+/* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
+ * no surrogates, nothing beyond U+10FFFF) at s, n bytes left; 0 if none. */
+size_t ki_utf8_len(const unsigned char *s, size_t n);
+
 /* Hands the memory to the caller (caller frees with free()); the buffer is
  * re-initialised. Returns NULL after an OOM (and frees). */
 char *ki_buf_steal(ki_buf *b, size_t *len);
