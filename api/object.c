@@ -84,7 +84,8 @@ find_inexact(struct json_object *v, ki_buf *path)
 
 		return d >= 9223372036854775808.0 && d < 1e21;
 	}
-	case json_type_object:
+	case json_type_object: {
+		/* Braced: the foreach macro declares variables. */
 		json_object_object_foreach(v, key, val) {
 			ki_buf_printf(path, "%s%s", base ? "." : "", key);
 			if (val != NULL && find_inexact(val, path))
@@ -94,6 +95,7 @@ find_inexact(struct json_object *v, ki_buf *path)
 				path->data[base] = '\0';
 		}
 		return 0;
+	}
 	case json_type_array:
 		for (size_t i = 0; i < json_object_array_length(v); i++) {
 			struct json_object *item = json_object_array_get_idx(v, i);

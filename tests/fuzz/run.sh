@@ -8,7 +8,8 @@
 #       leaks land in build/fuzz/artifacts/TARGET/.
 #   tests/fuzz/run.sh --merge TARGET
 #       merges the working corpus into tests/fuzz/corpus/TARGET, keeping
-#       only inputs that add coverage (libFuzzer -merge=1).
+#       only inputs that add edge coverage (libFuzzer -merge=1 with
+#       -use_counters=0: hit counts would keep thousands of files).
 #
 # FUZZ_BUILD_DIR overrides build/fuzz. Leaks are checked (-detect_leaks=1).
 # UBSAN_OPTIONS and ASAN_OPTIONS given in the environment are kept (a
@@ -33,7 +34,7 @@ if [ "$1" = "--merge" ]; then
 	t=$2
 	[ -x "$out/$t" ] || { echo "run.sh: build $t first (build.sh)" >&2; exit 2; }
 	mkdir -p "$here/corpus/$t"
-	exec "$out/$t" -merge=1 -rss_limit_mb=4096 -max_len="$(
+	exec "$out/$t" -merge=1 -use_counters=0 -rss_limit_mb=4096 -max_len="$(
 		case $t in fuzz_selector) echo 1024;; *) echo 24576;; esac)" \
 		"$here/corpus/$t" "$out/work/$t"
 fi
