@@ -46,32 +46,6 @@ merge_patch(struct json_object *target, struct json_object *patch)
 	return out;
 }
 
-static void
-status_resp(api_resp *r, int code, const char *reason, const char *field,
-	const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static void
-status_resp(api_resp *r, int code, const char *reason, const char *field,
-	const char *fmt, ...)
-{
-	api_status st;
-	ki_buf msg;
-	va_list ap;
-
-	ki_buf_init(&msg);
-	va_start(ap, fmt);
-	ki_buf_vprintf(&msg, fmt, ap);
-	va_end(ap);
-	api_status_init(&st);
-	api_status_fail(&st, code, reason, "%s", msg.data ? msg.data : "");
-	if (field != NULL)
-		api_status_cause(&st, code == 422 ? "FieldValueInvalid" :
-		    "FieldValueForbidden", field, "%s", msg.data ? msg.data : "");
-	api_resp_status(r, &st);
-	api_status_free(&st);
-	ki_buf_free(&msg);
-}
-
 static const char *
 meta_str(struct json_object *obj, const char *key)
 {
@@ -108,7 +82,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	wname = meta_str(want, "name");
 	if (wname != NULL && strcmp(wname, name) != 0) {
 		/* The message quotes wname: answer before letting want go. */
-		status_resp(r, 400, "BadRequest", "metadata.name", "the name of the "
+		api_resp_fail(r, 400, "BadRequest", "metadata.name", "the name of the "
 		    "object (%.253s) does not match the name in the URL (%.253s)",
 		    wname, name);
 		json_object_put(want);
@@ -127,7 +101,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		goto out;
 	}
 	if (unk.n > 0 && opt->field_validation == API_FV_STRICT) {
-		status_resp(r, 400, "BadRequest", unk.paths[0], "strict decoding "
+		api_resp_fail(r, 400, "BadRequest", unk.paths[0], "strict decoding "
 		    "error: unknown field \"%s\"", unk.paths[0]);
 		goto out;
 	}
@@ -155,7 +129,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
 	if (precondition != NULL && *precondition != '\0' &&
 	    strcmp(precondition, rvs) != 0) {
-		status_resp(r, 409, "Conflict", NULL, "Operation cannot be "
+		api_resp_fail(r, 409, "Conflict", NULL, "Operation cannot be "
 		    "fulfilled on %s \"%s\": the object has been modified; please "
 		    "apply your changes to the latest version and try again",
 		    k->plural, name);
@@ -165,7 +139,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		char live[API_DIGEST_STRLEN + 1];
 
 		api_digest_format(o.digest, live);
-		status_resp(r, 422, "Invalid", "spec", "Invalid value: the spec is "
+		api_resp_fail(r, 422, "Invalid", "spec", "Invalid value: the spec is "
 		    "immutable (stored %s, the change would make %s): upload a "
 		    "changed result as a new object", live, d.digest_str);
 		goto out;
@@ -268,7 +242,7 @@ api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
 	api_status_free(&st);
 	if (!json_object_is_type(patch, json_type_object)) {
 		json_object_put(patch);
-		status_resp(r, 400, "BadRequest", NULL, "a patch must be a JSON "
+		api_resp_fail(r, 400, "BadRequest", NULL, "a patch must be a JSON "
 		    "object");
 		return;
 	}

@@ -49,6 +49,28 @@ api_resp_status(api_resp *r, const api_status *st)
 }
 
 void
+api_resp_fail(api_resp *r, int code, const char *reason, const char *field,
+	const char *fmt, ...)
+{
+	api_status st;
+	ki_buf msg;
+	va_list ap;
+
+	ki_buf_init(&msg);
+	va_start(ap, fmt);
+	ki_buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	api_status_init(&st);
+	api_status_fail(&st, code, reason, "%s", msg.data ? msg.data : "");
+	if (field != NULL)
+		api_status_cause(&st, code == 422 ? "FieldValueInvalid" :
+		    "FieldValueForbidden", field, "%s", msg.data ? msg.data : "");
+	api_resp_status(r, &st);
+	api_status_free(&st);
+	ki_buf_free(&msg);
+}
+
+void
 api_resp_warn(api_resp *r, const char *fmt, ...)
 {
 	ki_buf b;

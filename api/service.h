@@ -50,6 +50,11 @@ void api_resp_init(api_resp *r);
 void api_resp_free(api_resp *r);
 /* Renders st as the response (its code and Status body). */
 void api_resp_status(api_resp *r, const api_status *st);
+/* Fills r with a Status of code and reason, the message printf-style; a
+ * cause at field (when non-NULL) repeats it. */
+void api_resp_fail(api_resp *r, int code, const char *reason,
+	const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 void api_resp_warn(api_resp *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -19,27 +19,9 @@
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
 
-static void
-fail(api_resp *r, int code, const char *reason, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void
-fail(api_resp *r, int code, const char *reason, const char *fmt, ...)
-{
-	api_status st;
-	ki_buf msg;
-	va_list ap;
-
-	ki_buf_init(&msg);
-	va_start(ap, fmt);
-	ki_buf_vprintf(&msg, fmt, ap);
-	va_end(ap);
-	api_status_init(&st);
-	api_status_fail(&st, code, reason, "%s", msg.data ? msg.data : "");
-	api_resp_status(r, &st);
-	api_status_free(&st);
-	ki_buf_free(&msg);
-}
+/* A Status answer without a field cause. */
+#define fail(r, code, reason, ...) \
+	api_resp_fail(r, code, reason, NULL, __VA_ARGS__)
 
 /* The caller of the request being routed (one request per thread). */
 static _Thread_local api_principal who;

@@ -191,7 +191,8 @@ def explain_reads_the_openapi_schema():
     check('KIND:       BenchmarkRun' in out and 'latencyNs' in out and
           '-required-' in out, out)
     out = kubectl('explain', 'kbp.spec.measurement.timer').stdout
-    check('cuda_events' in out or 'timer' in out, out)
+    check('ENUM:' in out and 'cuda_events' in out and 'wall_clock' in out,
+          'the enum from the schema: ' + out)
 
 
 @test
