@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "api/jcs.h"
 #include "api/kinds.h"
@@ -27,6 +28,9 @@ typedef struct api_ctx {
 	/* Called after each commit that advanced the resourceVersion. */
 	void (*committed)(void *arg, uint64_t rv);
 	void *committed_arg;
+	/* Where a streamed upload's answer spills to an unlinked file (NULL:
+	 * the system's temporary directory). */
+	const char *spill_dir;
 } api_ctx;
 
 #define API_MAX_WARNINGS 16
@@ -44,6 +48,11 @@ typedef struct api_resp {
 	 * job->done and job->cookie, hands it to api_committer_submit(), and
 	 * answers with this response once done() has run. */
 	struct api_job *job;
+	/* A body too large to keep in memory: body, then spill_len bytes of
+	 * spill from its start, then suffix (a static string). */
+	FILE *spill;
+	uint64_t spill_len;
+	const char *suffix;
 } api_resp;
 
 void api_resp_init(api_resp *r);
@@ -99,6 +108,39 @@ void api_create(api_ctx *ctx, const api_kind *coll, const char *body,
  * job->cookie). */
 void api_create_submit(api_ctx *ctx, api_resp *r,
 	void (*done)(struct api_job *job, int commit_rc), void *cookie);
+
+/* A streamed NDJSON upload (not atomic, not a dry run): lines are read as
+ * the body arrives and written in chunks, each chunk one job of the group
+ * committer, so that memory stays bounded whatever the size of the body;
+ * the answer's items spill to an unlinked file once they outgrow memory.
+ * Feed the body with api_stream_feed(); when it hands back a job, submit
+ * it with api_stream_submit() and feed nothing more until its done() has
+ * run. At the end of the body call api_stream_end() until it hands back no
+ * job, then api_stream_answer(). */
+typedef struct api_stream api_stream;
+
+/* NULL when out of memory. opt->who is copied. */
+api_stream *api_stream_open(api_ctx *ctx, const api_write_opts *opt);
+/* Takes the next len bytes of the body. *job is a chunk ready to write, or
+ * NULL. */
+void api_stream_feed(api_stream *s, const char *data, size_t len,
+	struct api_job **job);
+/* The body is complete: *job is the next chunk to write, or NULL when all
+ * is written. */
+void api_stream_end(api_stream *s, struct api_job **job);
+/* Writes job (from feed or end) in a group commit, or at once when the
+ * context has no committer; done(job, rc) runs after, on the committer's
+ * thread (or this one). */
+void api_stream_submit(api_stream *s, struct api_job *job,
+	void (*done)(struct api_job *job, int commit_rc), void *cookie);
+/* Has a chunk failed whole (the store full, a commit failed)? The rest of
+ * the body is then read and dropped; the answer says why. */
+int api_stream_failed(const api_stream *s);
+/* The answer: an UploadResult with every line's items, or the Status of
+ * the failure that stopped the upload. */
+void api_stream_answer(api_stream *s, api_resp *r);
+void api_stream_free(api_stream *s);
+
 void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r);
 /* GET objects/<digest>: the canonical content, immutable. if_none_match is

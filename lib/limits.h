@@ -7,7 +7,8 @@
 #include <stdint.h>
 
 #define KI_DEFAULT_MAX_BODY (1024 * 1024)             /* one document */
-#define KI_DEFAULT_MAX_BULK_BODY (256 * 1024 * 1024)  /* NDJSON / List */
+#define KI_DEFAULT_MAX_BULK_BODY (256 * 1024 * 1024)  /* List, atomic NDJSON */
+#define KI_DEFAULT_MAX_STREAM_BODY ((uint64_t)64 << 30) /* streamed NDJSON */
 #define KI_DEFAULT_MAX_DEPTH 32                       /* JSON nesting */
 #define KI_DEFAULT_MAX_ITEMS 10000                    /* per bulk upload */
 #define KI_DEFAULT_MAX_PAGE 1000                      /* list page size */
@@ -24,6 +25,7 @@ typedef struct ki_limits {
 	int max_depth;
 	size_t max_items;
 	size_t max_page;
+	uint64_t max_stream_body;
 } ki_limits;
 
 #endif

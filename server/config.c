@@ -58,7 +58,11 @@ static const opt opts[] = {
 	{ "max-body", T_SIZE, F(max_body), 0, "8M", 1024, 1u << 30,
 	  "largest JSON request body" },
 	{ "max-bulk-body", T_SIZE, F(max_bulk_body), 0, "256M", 1024,
-	  (uint64_t)1 << 34, "largest NDJSON request body" },
+	  (uint64_t)1 << 34, "largest body read whole: a List, or NDJSON sent "
+	  "with atomic=true or dryRun" },
+	{ "max-stream-body", T_SIZE, F(max_stream_body), 0, "64G", 1024,
+	  (uint64_t)1 << 50, "largest NDJSON body read as it arrives (memory "
+	  "does not grow with it)" },
 	{ "max-depth", T_INT, F(max_depth), 0, "32", 4, 1000,
 	  "deepest JSON nesting" },
 	{ "max-items", T_SIZE, F(max_items), 0, "10000", 1, 10000000,
@@ -340,6 +344,7 @@ cfg_limits(const ki_config *cfg, ki_limits *lim)
 {
 	lim->max_body = (size_t)cfg->max_body;
 	lim->max_bulk_body = (size_t)cfg->max_bulk_body;
+	lim->max_stream_body = cfg->max_stream_body;
 	lim->max_depth = cfg->max_depth;
 	lim->max_items = (size_t)cfg->max_items;
 	lim->max_page = (size_t)cfg->max_page;

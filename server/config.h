@@ -22,6 +22,7 @@ typedef struct ki_config {
 	int sync;
 	uint64_t max_body;
 	uint64_t max_bulk_body;
+	uint64_t max_stream_body;
 	int max_depth;
 	uint64_t max_items;
 	uint64_t max_page;

@@ -52,6 +52,8 @@ typedef struct req_ctx {
 	int waiting;               /* suspended for a group commit */
 	int answered;              /* the commit is done: resp is final */
 	ki_buf body;
+	api_stream *stream;        /* an NDJSON body read as it arrives */
+	int discard;               /* the answer is known: drop the body */
 	size_t limit;
 	int too_large;
 	int status;
@@ -172,6 +174,79 @@ add_warning(struct MHD_Response *mr, const char *text)
 	ki_buf_free(&b);
 }
 
+/* A body of three parts: in memory, a file, a static suffix. */
+typedef struct spill_body {
+	char *head;
+	size_t head_len;
+	FILE *f;
+	uint64_t f_len;
+	const char *suffix;
+	size_t suffix_len;
+} spill_body;
+
+static ssize_t
+spill_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	spill_body *b = cls;
+	size_t n = 0;
+
+	if (pos < b->head_len) {
+		n = b->head_len - (size_t)pos < max ? b->head_len - (size_t)pos : max;
+		memcpy(buf, b->head + pos, n);
+		return (ssize_t)n;
+	}
+	pos -= b->head_len;
+	if (pos < b->f_len) {
+		ssize_t got;
+		uint64_t left = b->f_len - pos;
+
+		n = left < max ? (size_t)left : max;
+		got = pread(fileno(b->f), buf, n, (off_t)pos);
+		return got > 0 ? got : MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	pos -= b->f_len;
+	if (pos < b->suffix_len) {
+		n = b->suffix_len - (size_t)pos < max ? b->suffix_len - (size_t)pos :
+		    max;
+		memcpy(buf, b->suffix + pos, n);
+		return (ssize_t)n;
+	}
+	return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static void
+spill_free(void *cls)
+{
+	spill_body *b = cls;
+
+	free(b->head);
+	fclose(b->f);
+	free(b);
+}
+
+/* The response for r's spilled body; takes the body and the file. */
+static struct MHD_Response *
+spill_response(api_resp *r, size_t *len)
+{
+	spill_body *b = calloc(1, sizeof(*b));
+	struct MHD_Response *mr;
+
+	if (b == NULL)
+		return NULL;
+	b->head = ki_buf_steal(&r->body, &b->head_len);
+	b->f = r->spill;
+	b->f_len = r->spill_len;
+	b->suffix = r->suffix ? r->suffix : "";
+	b->suffix_len = strlen(b->suffix);
+	r->spill = NULL;
+	*len = (size_t)(b->head_len + b->f_len + b->suffix_len);
+	mr = MHD_create_response_from_callback(b->head_len + b->f_len +
+	    b->suffix_len, 64 * 1024, spill_read, b, spill_free);
+	if (mr == NULL)
+		spill_free(b);
+	return mr;
+}
+
 static enum MHD_Result
 send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 {
@@ -189,6 +264,12 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 		api_resp_status(r, &st);
 		api_status_free(&st);
 	}
+	if (r->spill != NULL && r->code != 304 && !head) {
+		mr = spill_response(r, &len);
+		if (mr == NULL)
+			return MHD_NO;
+		goto headers;
+	}
 	data = ki_buf_steal(&r->body, &len);
 	if (data == NULL || r->code == 304 || head) {
 		free(data);
@@ -203,6 +284,7 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 	}
 	if (mr == NULL)
 		return MHD_NO;
+headers:
 	if (r->code != 304)
 		MHD_add_response_header(mr, "Content-Type", r->content_type);
 	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
@@ -237,6 +319,17 @@ commit_done(struct api_job *job, int commit_rc)
 	MHD_resume_connection(rq->conn);
 }
 
+/* Suspends the connection until the stream's chunk job is committed. */
+static void
+stream_wait(http_server *s, req_ctx *rq, api_job *job)
+{
+	(void)s;
+	rq->waiting = 1;
+	__atomic_store_n(&rq->answered, 0, __ATOMIC_RELEASE);
+	MHD_suspend_connection(rq->conn);
+	api_stream_submit(rq->stream, job, commit_done, rq);
+}
+
 static enum MHD_Result
 handler(void *cls, struct MHD_Connection *c, const char *url,
 	const char *method, const char *version, const char *upload_data,
@@ -267,15 +360,51 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		    "Content-Type");
 		rq->limit = router_body_limit(s->rt, ct);
 		rq->body.limit = rq->limit;
+		{
+			lookup lk = { c };
+			http_req req;
+
+			memset(&req, 0, sizeof(req));
+			req.method = method;
+			req.path = url;
+			req.arg = get_arg;
+			req.header = get_header;
+			req.cls = &lk;
+			req.loopback = is_loopback(c);
+			rq->stream = router_stream_open(s->rt, &req, &rq->resp);
+			if (rq->stream != NULL)
+				rq->limit = s->rt->api->lim->max_stream_body;
+			else if (rq->resp.code != 0)
+				rq->discard = 1;
+		}
 		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    "Content-Length");
-		if (cl != NULL && strtoull(cl, NULL, 10) > rq->limit)
+		if (cl != NULL && strtoull(cl, NULL, 10) > rq->limit && !rq->discard) {
 			rq->too_large = 1;
+			api_stream_free(rq->stream);
+			rq->stream = NULL;
+		}
 		/* Answer on the next call: queueing now would close the
 		 * connection (measured: 5x slower under keep-alive). */
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
+		if (rq->stream != NULL) {
+			api_job *job = NULL;
+
+			/* Called again after a chunk's commit woke us. */
+			rq->waiting = 0;
+			api_stream_feed(rq->stream, upload_data, *upload_data_size,
+			    &job);
+			*upload_data_size = 0;
+			if (job != NULL)
+				stream_wait(s, rq, job);
+			return MHD_YES;
+		}
+		if (rq->discard) {
+			*upload_data_size = 0;
+			return MHD_YES;
+		}
 		if (!rq->too_large &&
 		    ki_buf_append(&rq->body, upload_data, *upload_data_size) !=
 		    KI_OK)
@@ -287,12 +416,29 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	rp = &rq->resp;
 	if (rq->waiting) {
-		/* Resumed: the group commit is done and rp is the answer. */
+		/* Resumed: the group commit is done and rp is the answer (or,
+		 * for a stream, its chunk is written). */
 		if (!__atomic_load_n(&rq->answered, __ATOMIC_ACQUIRE))
 			return MHD_YES;
 		rq->waiting = 0;
+		if (rq->stream == NULL)
+			goto answer;
+	}
+	if (rq->stream != NULL) {
+		api_job *job = NULL;
+
+		api_stream_end(rq->stream, &job);
+		if (job != NULL) {
+			stream_wait(s, rq, job);
+			return MHD_YES;
+		}
+		api_stream_answer(rq->stream, rp);
+		api_stream_free(rq->stream);
+		rq->stream = NULL;
 		goto answer;
 	}
+	if (rq->discard)
+		goto answer;
 	if (rq->too_large) {
 		api_status st;
 
@@ -362,6 +508,7 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	    rq->bytes, (unsigned long long)us,
 	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted");
 	ki_buf_free(&rq->body);
+	api_stream_free(rq->stream);
 	api_resp_free(&rq->resp);
 	free(rq);
 	*con_cls = NULL;

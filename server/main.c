@@ -320,6 +320,7 @@ main(int argc, char **argv)
 	hk.ver = NULL;
 	api.committed = committed;
 	api.committed_arg = &hk;
+	api.spill_dir = cfg.data_dir;
 	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout) !=
 	    KI_OK) {
 		log_error("cannot start the verification controller");

@@ -805,3 +805,46 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 	}
 	static_file(rt, p, req, r);
 }
+
+api_stream *
+router_stream_open(router *rt, const http_req *req, api_resp *r)
+{
+	size_t plen = strlen(API_PREFIX);
+	const char *p = req->path, *rest, *slash;
+	const char *ct = req->header(req->cls, "Content-Type");
+	api_write_opts wo;
+	api_status st;
+	api_stream *s;
+	char mt[128];
+	int rc;
+
+	if (strcmp(req->method, "POST") != 0 || strncmp(p, API_PREFIX, plen) != 0 ||
+	    p[plen] != '/')
+		return NULL;
+	media_type(ct, mt, sizeof(mt));
+	if (!is_ndjson(mt))
+		return NULL;
+	rest = p + plen + 1;
+	slash = strchr(rest, '/');
+	if ((slash != NULL && slash[1] != '\0') || api_kind_by_plural(rest,
+	    slash ? (size_t)(slash - rest) : strlen(rest)) == NULL)
+		return NULL;
+	api_status_init(&st);
+	rc = api_authenticate(rt->api->st, req->header(req->cls, "Authorization"),
+	    req->loopback, &who, &st);
+	if (rc != KI_OK) {
+		api_resp_status(r, &st);
+		api_status_free(&st);
+		return NULL;
+	}
+	api_status_free(&st);
+	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+		return NULL;
+	/* All or nothing needs one transaction, and a dry run must see the
+	 * whole body too: those are read whole (up to max-bulk-body). */
+	if (wo.atomic || wo.dry_run)
+		return NULL;
+	if ((s = api_stream_open(rt->api, &wo)) == NULL)
+		fail(r, 503, "ServiceUnavailable", "out of memory");
+	return s;
+}

@@ -43,6 +43,13 @@ typedef struct router {
 void router_dispatch(router *rt, const http_req *req, api_resp *r,
 	watch_params **watch);
 
+/* For a request whose body may be read as it arrives (a POST of NDJSON to
+ * a collection, neither atomic nor a dry run): a stream to feed it to,
+ * after the request's authentication and parameters were checked. NULL
+ * otherwise: with r->code set when the request already failed (drop the
+ * body and answer r), else read the body whole and dispatch. */
+api_stream *router_stream_open(router *rt, const http_req *req, api_resp *r);
+
 /* The largest body accepted for a request with this Content-Type. */
 size_t router_body_limit(const router *rt, const char *content_type);
 

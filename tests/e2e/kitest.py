@@ -121,8 +121,9 @@ class Daemon:
 
     all = []
 
-    def __init__(self, data_dir=None, sync=True, args=()):
+    def __init__(self, data_dir=None, sync=True, args=(), env=None):
         self.binary = daemon_path()
+        self.env = dict(env or {})
         self.data_dir = data_dir or tempdir('kitest-data-')
         self.sync = sync
         self.args = list(args)
@@ -154,6 +155,7 @@ class Daemon:
         env = dict(os.environ)
         env.setdefault('ASAN_OPTIONS', 'abort_on_error=0:detect_leaks=1')
         env.setdefault('UBSAN_OPTIONS', 'print_stacktrace=1')
+        env.update(self.env)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=self.log,
                                      env=env)

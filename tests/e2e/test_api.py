@@ -1289,6 +1289,101 @@ def ndjson_partial_and_atomic():
     d.stop()
 
 
+def rss_anon_kb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('RssAnon:'):
+                return int(line.split()[1])
+    return 0
+
+
+@test
+def ndjson_of_100k_lines_is_read_as_it_arrives():
+    """100,000 lines, chunked, to a daemon whose whole-body limits are far
+    below the upload (max-bulk-body 1M, max-items 1000): it can only
+    succeed if the body is read and written as it arrives. Every line is
+    accounted for, in order; an overlong line fails alone; the daemon's
+    private memory stays far below the body's size."""
+    # Freed memory kept in ASan's quarantine would read as the daemon's.
+    asan = os.environ.get('ASAN_OPTIONS', 'detect_leaks=1')
+    d = kitest.Daemon(sync=False, args=['--max-bulk-body', '1M',
+                                        '--max-items', '1000',
+                                        '--max-body', '64K'],
+                      env={'ASAN_OPTIONS': asan + ':quarantine_size_mb=0'})
+    d.start()
+    # Under valgrind (the memory-error pass) a smaller upload does.
+    slow = 'valgrind' in d.binary
+    n = 3000 if slow else 100000
+    base = kitest.deepcopy(SEED)
+    name = base['run']['metadata']['name']
+    xid = base['run']['spec']['sourceNative']['externalId']
+    text = json.dumps(base, separators=(',', ':'))
+    text = text.replace('"%s"' % name, '"st-@ID@"').replace(
+        '"%s"' % xid, '"st/@ID@"')
+    long_line = n // 2
+    peak = [0]
+    done = []
+
+    def sample():
+        while not done:
+            peak[0] = max(peak[0], rss_anon_kb(d.proc.pid))
+            time.sleep(0.05)
+
+    def body():
+        for i in range(1, n + 1):
+            if i == long_line:
+                yield b'{"pad":"' + b'x' * (70 * 1024) + b'"}\n'
+            else:
+                yield (text.replace('@ID@', str(i)) + '\n').encode()
+
+    base_kb = rss_anon_kb(d.proc.pid)
+    th = threading.Thread(target=sample)
+    th.start()
+    size = 0
+    c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=1200)
+    try:
+        c.putrequest('POST', G + '/benchmarkruns')
+        c.putheader('Content-Type', 'application/x-ndjson')
+        c.putheader('Transfer-Encoding', 'chunked')
+        c.endheaders()
+        buf = []
+        for line in body():
+            buf.append(line)
+            if len(buf) == 200:
+                chunk = b''.join(buf)
+                size += len(chunk)
+                c.send(b'%x\r\n%s\r\n' % (len(chunk), chunk))
+                buf = []
+        chunk = b''.join(buf)
+        size += len(chunk)
+        c.send(b'%x\r\n%s\r\n0\r\n\r\n' % (len(chunk), chunk))
+        resp = c.getresponse()
+        data = resp.read()
+    finally:
+        done.append(1)
+        th.join()
+        c.close()
+    eq(resp.status, 201, 'the streamed upload: %r' % data[:300])
+    j = json.loads(data)
+    eq(j['summary'], {'created': n - 1 + 2, 'unchanged': 2 * (n - 2),
+                      'failed': 1}, 'summary')
+    runs = [i['index'] for i in j['items'] if i.get('kind') == 'BenchmarkRun']
+    eq(runs, [i for i in range(1, n + 1) if i != long_line],
+       'every run line reported once, in order')
+    failed = [i for i in j['items'] if i['result'] == 'failed']
+    eq([f['index'] for f in failed], [long_line], 'the overlong line failed')
+    eq(failed[0]['status']['code'], 413, 'overlong line code')
+    for i in (1, long_line - 1, long_line + 1, n):
+        eq(get_name(d, 'benchmarkruns', 'st-%d' % i).status, 200,
+           'st-%d stored' % i)
+    grew = (peak[0] - base_kb) * 1024
+    check(slow or grew < size / 4, 'private memory grew by %d bytes for a body of '
+          '%d bytes' % (grew, size))
+    print('      %d lines, %d bytes; private memory +%.1f MB (peak)' %
+          (n, size, grew / 1e6))
+    d.stop()
+
+
 @test
 def dry_run_stores_nothing():
     d = fresh()
