@@ -16,6 +16,7 @@ const ki_limits fuzz_limits = {
 	32,            /* max_depth */
 	64,            /* max_items */
 	50,            /* max_page */
+	1024 * 1024,   /* max_stream_body */
 };
 
 void

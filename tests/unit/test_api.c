@@ -14,7 +14,7 @@
 
 static store *st;
 static char *dir;
-static ki_limits lim = { 1u << 20, 1u << 24, 32, 1000, 100 };
+static ki_limits lim = { 1u << 20, 1u << 24, 32, 1000, 100, (uint64_t)1 << 30 };
 static api_ctx ctx;
 
 static double
