@@ -1303,7 +1303,7 @@ def ndjson_of_100k_lines_is_read_as_it_arrives():
     below the upload (max-bulk-body 1M, max-items 1000): it can only
     succeed if the body is read and written as it arrives. Every line is
     accounted for, in order; an overlong line fails alone; the daemon's
-    private memory stays far below the body's size."""
+    private memory stays below half the body's size."""
     # Freed memory kept in ASan's quarantine would read as the daemon's.
     asan = os.environ.get('ASAN_OPTIONS', 'detect_leaks=1')
     d = kitest.Daemon(sync=False, args=['--max-bulk-body', '1M',
@@ -1377,7 +1377,8 @@ def ndjson_of_100k_lines_is_read_as_it_arrives():
         eq(get_name(d, 'benchmarkruns', 'st-%d' % i).status, 200,
            'st-%d stored' % i)
     grew = (peak[0] - base_kb) * 1024
-    check(slow or grew < size / 4, 'private memory grew by %d bytes for a body of '
+    # A buffered body alone would be size bytes (ASan's shadow adds ~1/8).
+    check(slow or grew < size / 2, 'private memory grew by %d bytes for a body of '
           '%d bytes' % (grew, size))
     print('      %d lines, %d bytes; private memory +%.1f MB (peak)' %
           (n, size, grew / 1e6))
