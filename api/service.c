@@ -1238,8 +1238,16 @@ api_query_free(api_query *q)
 		api_selector_free(q->fields);
 		free(q->fields);
 	}
+	free(q->frefs);
 	memset(q, 0, sizeof(*q));
 }
+
+/* The fields a field selector may name besides metadata.name: a run's
+ * references, each served by the store's reference index. Their order is
+ * that of a run's refs. */
+static const char *const ref_fields[API_NREFS] = { "spec.protocolDigest",
+	"spec.workloadDigest", "spec.environmentDigest",
+	"spec.implementationDigest" };
 
 int
 api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
@@ -1249,7 +1257,6 @@ api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
 	char err[512];
 	int rc;
 
-	(void)k;
 	memset(q, 0, sizeof(*q));
 	q->labels = calloc(1, sizeof(*q->labels));
 	q->fields = calloc(1, sizeof(*q->fields));
@@ -1269,15 +1276,39 @@ api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
 		api_status_fail(&st, 400, "BadRequest", "fieldSelector: %s", err);
 		goto fail;
 	}
+	if (q->fields->n > 0 &&
+	    (q->frefs = calloc(q->fields->n, sizeof(*q->frefs))) == NULL) {
+		rc = KI_ENOMEM;
+		api_status_from_rc(&st, rc, "parsing the selectors");
+		goto fail;
+	}
 	for (size_t i = 0; i < q->fields->n; i++) {
-		const char *f = q->fields->reqs[i].key;
+		const api_requirement *req = &q->fields->reqs[i];
+		api_field_ref *f = &q->frefs[i];
 
-		if (strcmp(f, "metadata.name") != 0) {
+		f->ref = -1;
+		if (strcmp(req->key, "metadata.name") == 0)
+			continue;
+		for (int j = 0; k != NULL && k->id == API_RUN && j < API_NREFS; j++)
+			if (strcmp(req->key, ref_fields[j]) == 0)
+				f->ref = j;
+		if (f->ref < 0) {
 			rc = KI_EINVAL;
 			api_status_fail(&st, 400, "BadRequest", "field label not "
-			    "supported: %s (supported: metadata.name; select on the "
+			    "supported: %s (supported: metadata.name%s; select on the "
 			    "derived labels kernel, pass, provider, gpu, dtype and "
-			    "metric with labelSelector)", f);
+			    "metric with labelSelector)", req->key,
+			    k != NULL && k->id == API_RUN ? ", spec.protocolDigest, "
+			    "spec.workloadDigest, spec.environmentDigest and "
+			    "spec.implementationDigest" : "");
+			goto fail;
+		}
+		if (api_digest_parse(req->values[0], strlen(req->values[0]),
+		    f->digest) != KI_OK) {
+			rc = KI_EINVAL;
+			api_status_fail(&st, 400, "BadRequest", "fieldSelector: %s: "
+			    "\"%.200s\" is not a digest (sha256: and 64 lowercase hex "
+			    "digits)", req->key, req->values[0]);
 			goto fail;
 		}
 	}
@@ -1294,9 +1325,15 @@ api_query_match(const api_query *q, const store_obj *o)
 {
 	for (size_t i = 0; q->fields != NULL && i < q->fields->n; i++) {
 		const api_requirement *r = &q->fields->reqs[i];
-		int eq = strlen(r->values[0]) == o->name_len &&
-		    memcmp(r->values[0], o->name, o->name_len) == 0;
+		int ref = q->frefs != NULL ? q->frefs[i].ref : -1, eq;
 
+		if (ref >= 0)
+			eq = o->nrefs == API_NREFS && memcmp(o->refs +
+			    (size_t)ref * API_DIGEST_LEN, q->frefs[i].digest,
+			    API_DIGEST_LEN) == 0;
+		else
+			eq = strlen(r->values[0]) == o->name_len &&
+			    memcmp(r->values[0], o->name, o->name_len) == 0;
 		if ((r->op == API_SEL_EQ) != eq)
 			return 0;
 	}
@@ -1311,7 +1348,7 @@ typedef struct list_arg {
 	uint64_t limit, n;
 	int more, table, include;
 	double now;
-	ki_buf last;
+	uint64_t last;              /* id of the last item */
 } list_arg;
 
 static int
@@ -1333,8 +1370,7 @@ list_one(void *arg, const store_obj *o)
 		ki_buf_append(a->out, o->json, o->json_len);
 	}
 	a->n++;
-	ki_buf_reset(&a->last);
-	ki_buf_append(&a->last, o->name, o->name_len);
+	a->last = o->seq;
 	return a->out->oom ? KI_ENOMEM : 0;
 }
 
@@ -1378,39 +1414,96 @@ b64_decode(const char *s, ki_buf *out)
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
 
-/* Runs the query over kind, driven by the cheapest access path: a name
- * lookup for metadata.name=X, the label index for an equality
- * requirement, else the kind's name order. */
+/* Reads a decoded continue token "i:<id>" of kind into *id. */
+static int
+parse_after(const ki_buf *tok, int kind, uint64_t *id)
+{
+	unsigned long long v = 0;
+
+	if (tok->len < 3 || tok->len > 22 || memcmp(tok->data, "i:", 2) != 0)
+		return KI_EINVAL;
+	for (size_t i = 2; i < tok->len; i++) {
+		if (tok->data[i] < '0' || tok->data[i] > '9')
+			return KI_EINVAL;
+		v = v * 10 + (unsigned)(tok->data[i] - '0');
+	}
+	if (store_id_kind(v) != kind)
+		return KI_EINVAL;
+	*id = v;
+	return KI_OK;
+}
+
+/* Runs the query over kind in id order after the id `after`, driven by
+ * the cheapest access path: a name lookup for metadata.name=X, else the
+ * intersection of the index postings of its equality and set
+ * requirements (labels, and a run's references by digest), else the
+ * kind's range. fn still checks every requirement. */
 static int
 run_query(store_txn *txn, const api_kind *k, const api_query *q,
-	const char *after, size_t after_len, store_each_fn fn, void *arg)
+	uint64_t after, store_each_fn fn, void *arg)
 {
-	const api_requirement *drv;
+	store_term *terms = NULL;
+	store_alt *alts = NULL;
+	size_t nterms = 0, nalts = 0, total = 0;
+	int rc;
 
 	for (size_t i = 0; i < q->fields->n; i++) {
 		const api_requirement *r = &q->fields->reqs[i];
 		store_obj o;
-		int rc;
 
-		if (r->op != API_SEL_EQ)
+		if (r->op != API_SEL_EQ || q->frefs[i].ref >= 0)
 			continue;
-		if (after_len > 0 && (strlen(r->values[0]) < after_len ||
-		    strncmp(r->values[0], after, after_len) <= 0))
-			return KI_OK;
 		rc = store_get_by_name(txn, k->id, r->values[0],
 		    strlen(r->values[0]), &o);
-		if (rc == KI_ENOTFOUND)
+		if (rc == KI_ENOTFOUND || (rc == KI_OK && o.seq <= after))
 			return KI_OK;
 		if (rc != KI_OK)
 			return rc;
 		rc = fn(arg, &o);
 		return rc == 1 ? KI_OK : rc;
 	}
-	drv = api_selector_driver(q->labels);
-	if (drv != NULL)
-		return store_list_label(txn, k->id, drv->key, drv->values[0],
-		    after, after_len, fn, arg);
-	return store_list(txn, k->id, after, after_len, fn, arg);
+	total = q->fields->n;
+	for (size_t i = 0; i < q->labels->n; i++)
+		total += q->labels->reqs[i].nvalues;
+	if (total > 0) {
+		terms = calloc(q->fields->n + q->labels->n, sizeof(*terms));
+		alts = calloc(total, sizeof(*alts));
+		if (terms == NULL || alts == NULL) {
+			rc = KI_ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < q->fields->n; i++) {
+		if (q->fields->reqs[i].op != API_SEL_EQ)
+			continue;
+		alts[nalts].digest = q->frefs[i].digest;
+		terms[nterms].alts = &alts[nalts++];
+		terms[nterms++].nalts = 1;
+	}
+	for (size_t i = 0; i < q->labels->n; i++) {
+		const api_requirement *r = &q->labels->reqs[i];
+		size_t first = nalts;
+
+		if (r->op != API_SEL_EQ && r->op != API_SEL_IN)
+			continue;
+		for (size_t j = 0; j < r->nvalues; j++) {
+			if (strlen(r->key) + strlen(r->values[j]) > STORE_MAX_INDEXED)
+				break;   /* not indexed: this one filters only */
+			alts[nalts].key = r->key;
+			alts[nalts++].value = r->values[j];
+		}
+		if (nalts - first != r->nvalues) {
+			nalts = first;
+			continue;
+		}
+		terms[nterms].alts = &alts[first];
+		terms[nterms++].nalts = r->nvalues;
+	}
+	rc = store_list_index(txn, k->id, terms, nterms, after, fn, arg);
+out:
+	free(terms);
+	free(alts);
+	return rc;
 }
 
 void
@@ -1421,12 +1514,12 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_query q;
 	list_arg a;
 	ki_buf after, tok;
+	uint64_t after_id = 0;
 	api_status st;
 	int rc;
 
 	memset(&a, 0, sizeof(a));
 	memset(&q, 0, sizeof(q));
-	ki_buf_init(&a.last);
 	ki_buf_init(&after);
 	ki_buf_init(&tok);
 	api_status_init(&st);
@@ -1443,9 +1536,10 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	if (a.limit == 0 || a.limit > ctx->lim->max_page)
 		a.limit = ctx->lim->max_page;
 	if (opt->continue_token != NULL && *opt->continue_token != '\0') {
-		/* Token: "n:" + the last name of the previous page. */
+		/* Token: "i:" + the id of the previous page's last object, in
+		 * decimal: the next page starts after it with one seek. */
 		if (b64_decode(opt->continue_token, &after) != KI_OK ||
-		    after.len < 2 || memcmp(after.data, "n:", 2) != 0) {
+		    parse_after(&after, k->id, &after_id) != KI_OK) {
 			api_status_fail(&st, 400, "BadRequest", "the continue token "
 			    "is malformed: pass metadata.continue from the previous "
 			    "page unchanged");
@@ -1462,8 +1556,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	else
 		ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
 		    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
-	rc = run_query(txn, k, &q, after.len ? after.data + 2 : NULL,
-	    after.len ? after.len - 2 : 0, list_one, &a);
+	rc = run_query(txn, k, &q, after_id, list_one, &a);
 	if (rc != KI_OK && rc != 1) {
 		api_fail_rc(r, rc, "listing");
 		goto out;
@@ -1472,8 +1565,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		ki_buf raw;
 
 		ki_buf_init(&raw);
-		ki_buf_puts(&raw, "n:");
-		ki_buf_append(&raw, a.last.data, a.last.len);
+		ki_buf_printf(&raw, "i:%llu", (unsigned long long)a.last);
 		b64_encode(raw.data, raw.len, &tok);
 		ki_buf_free(&raw);
 	}
@@ -1493,7 +1585,6 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 out:
 	store_abort(txn);
 	api_query_free(&q);
-	ki_buf_free(&a.last);
 	ki_buf_free(&after);
 	ki_buf_free(&tok);
 	api_status_free(&st);
@@ -1579,7 +1670,7 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	if (q.labels->n == 0) {
 		rc = store_facets(txn, k->id, facet_stored, &f);
 	} else {
-		rc = run_query(txn, k, &q, NULL, 0, facet_scan, &f);
+		rc = run_query(txn, k, &q, 0, facet_scan, &f);
 	}
 	if (rc != KI_OK) {
 		api_fail_rc(r, rc, "counting");

@@ -85,10 +85,17 @@ typedef struct api_list_opts {
 	int include;                /* Table rows: enum api_include */
 } api_list_opts;
 
+/* A field requirement on a run's reference, its digest parsed. */
+typedef struct api_field_ref {
+	int ref;                    /* index in a run's refs; -1: metadata.name */
+	uint8_t digest[API_DIGEST_LEN];
+} api_field_ref;
+
 /* A parsed list query: selectors checked, ready to match objects. */
 typedef struct api_query {
 	struct api_selector *labels;
 	struct api_selector *fields;
+	api_field_ref *frefs;       /* one per fields->reqs[] */
 } api_query;
 
 /* Parses the selectors of opt for kind k. On failure fills r (400) and

@@ -161,7 +161,7 @@ api_verify_claim(api_ctx *ctx, int include_running, char *name,
 		p.include_running = include_running;
 		if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK)
 			return rc;
-		rc = store_list(txn, API_VERIFICATION, NULL, 0, pick_one, &p);
+		rc = store_list(txn, API_VERIFICATION, 0, pick_one, &p);
 		if (rc != KI_OK || p.name[0] == '\0') {
 			store_abort(txn);
 			return rc != KI_OK ? rc : 0;

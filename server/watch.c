@@ -385,7 +385,7 @@ fill(watcher *w)
 	if (w->p.initial) {
 		w->p.initial = 0;
 		w->last_rv = store_rv(t);
-		rc = store_list(t, w->p.kind->id, NULL, 0, on_initial, w);
+		rc = store_list(t, w->p.kind->id, 0, on_initial, w);
 	} else {
 		rc = store_events_since(t, w->last_rv, on_event, w);
 		if (rc == KI_EGONE)

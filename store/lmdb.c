@@ -1,28 +1,47 @@
 /* store/lmdb.c — the embedded LMDB backend of store/store.h.
  *
- * Layout (named databases):
- *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq
- *   objects  seq (u64 big-endian, ascending: appends stay cheap) -> record
- *   names    kind byte + name -> seq
- *   digests  32-byte digest -> seq (the first object with that content)
- *   natkeys  kind byte + natural key -> seq
- *   refs     32-byte digest -> seq of each object referencing it (dupsort)
- *   events   rv (u64 big-endian) -> event type byte + record
- *   labels   kind byte + key NUL value NUL name -> seq (label index)
- *   facets   kind byte + facet text -> u64 count
- *   tokens   SHA-256 of a token -> its JSON description
- * The big values live under ascending keys; the random 32-byte digests only
- * key small tables, which keeps inserts fast (digest keys on big values
- * were measured 4-6x slower).
+ * Layout (format 3; named databases):
+ *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq,
+ *            "format" -> u64 3
+ *   obj      id (u64 big-endian) -> record. An id is the kind in its top
+ *            byte and a store-wide sequence below, so one kind's objects
+ *            are one ascending key range: a list is a range read, and a
+ *            new object lands at the end of its kind's range.
+ *   name     kind byte + name -> id
+ *   digest   32-byte digest -> id (the first object with that content)
+ *   natkey   kind byte + natural key -> id
+ *   ref      32-byte digest -> ids of the objects referencing it
+ *            (DUPSORT|DUPFIXED: a posting list in id order)
+ *   label    kind byte + key NUL value -> ids carrying that label
+ *            (DUPSORT|DUPFIXED: a posting list in id order)
+ *   event    rv (u64 big-endian) -> type byte + id (9 bytes)
+ *   version  rv -> record: a state an event names that its object's
+ *            current record no longer holds (superseded or deleted), kept
+ *            as long as the event is
+ *   facet    kind byte + facet text -> u64 count
+ *   token    SHA-256 of a token -> its JSON description
+ *
+ * Why this shape: every secondary index holds 8-byte ids, appended in
+ * ascending order within a posting list, so a batch of new objects dirties
+ * the last page of each list, not a page per object; an event is 9 bytes,
+ * not a second copy of the object; the only random-order inserts are the
+ * content digests (and names and natural keys, as clients choose them).
+ * The big values live under ascending keys; random 32-byte digests only key
+ * a small table (digest keys on big values were measured 4-6x slower).
  *
  * A record is a fixed header, then name, natural key, refs and the JSON:
  *   0 u32 magic | 4 u8 kind | 5 u8 nrefs | 6 u16 name_len | 8 u16 natkey_len
- *   10 u16 0 | 12 u32 json_len | 16 u64 seq | 24 u64 rv | 32 digest[32]
+ *   10 u16 0 | 12 u32 json_len | 16 u64 id | 24 u64 rv | 32 digest[32]
  *   64 u32 meta_off, meta_len, spec_off, spec_len, status_off, status_len
  *   88 u32 labels_len, facets_len
  *   96 name | natkey | refs | labels | facets | json
  * Integers in records are host order: the file is not portable across
  * endianness, like LMDB's own.
+ *
+ * A store of format 2 (objects keyed by seq, events holding copies, a
+ * label index keyed by name) is converted at open, in batches, into the
+ * format-3 tables; the old tables are dropped when the last batch commits
+ * (a crash in between starts the conversion again from the old tables).
  */
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: growth must not starve */
 #include "store/store.h"
@@ -36,6 +55,8 @@
 
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
+#define FORMAT 3
+#define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
 
 struct store {
 	MDB_env *env;
@@ -43,8 +64,8 @@ struct store {
 	 * exclusively (LMDB resizes only with no transaction active). */
 	pthread_rwlock_t resize;
 	uint64_t map_max;
-	MDB_dbi meta, objects, names, digests, natkeys, refs, events, labels,
-	    facets, tokens;
+	MDB_dbi meta, obj, name, digest, natkey, ref, label, event, version,
+	    facet, token;
 	uint64_t history;
 	int nosync;
 };
@@ -69,7 +90,7 @@ map_rc(int rc)
 	case MDB_TXN_FULL:
 	case MDB_PAGE_FULL: return KI_EFULL;
 	case ENOMEM: return KI_ENOMEM;
-	default: return KI_ESTORE;
+	default: return rc < 0 && rc >= KI_EGONE ? rc : KI_ESTORE;
 	}
 }
 
@@ -93,87 +114,23 @@ get_be64(const void *p)
 	return v;
 }
 
-int
-store_open(store **out, const char *dir, const store_options *opt)
+uint64_t
+store_id(int kind, uint64_t seq)
 {
-	store *s;
-	MDB_txn *txn = NULL;
-	int rc, dead;
-
-	*out = NULL;
-	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
-		return KI_EIO;
-	s = calloc(1, sizeof(*s));
-	if (s == NULL)
-		return KI_ENOMEM;
-	s->history = opt->history ? opt->history : 100000;
-	s->nosync = opt->nosync;
-	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
-	{
-		pthread_rwlockattr_t a;
-
-		pthread_rwlockattr_init(&a);
-		pthread_rwlockattr_setkind_np(&a,
-		    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-		pthread_rwlock_init(&s->resize, &a);
-		pthread_rwlockattr_destroy(&a);
-	}
-	if ((rc = mdb_env_create(&s->env)) != 0)
-		goto fail;
-	if ((rc = mdb_env_set_maxdbs(s->env, 12)) != 0 ||
-	    (rc = mdb_env_set_mapsize(s->env, (size_t)opt->map_size)) != 0 ||
-	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0)
-		goto fail;
-	rc = mdb_env_open(s->env, dir, MDB_NOTLS | (s->nosync ? MDB_NOSYNC : 0),
-	    0640);
-	if (rc != 0)
-		goto fail;
-	mdb_reader_check(s->env, &dead);
-	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
-		goto fail;
-	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "objects", MDB_CREATE, &s->objects)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "names", MDB_CREATE, &s->names)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "digests", MDB_CREATE, &s->digests)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "natkeys", MDB_CREATE, &s->natkeys)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "refs",
-	         MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &s->refs)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "events", MDB_CREATE, &s->events)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "labels", MDB_CREATE, &s->labels)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "facets", MDB_CREATE, &s->facets)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "tokens", MDB_CREATE, &s->tokens)) != 0)
-		goto fail;
-	if ((rc = mdb_txn_commit(txn)) != 0) {
-		txn = NULL;
-		goto fail;
-	}
-	*out = s;
-	return KI_OK;
-fail:
-	if (txn != NULL)
-		mdb_txn_abort(txn);
-	if (s->env != NULL)
-		mdb_env_close(s->env);
-	pthread_rwlock_destroy(&s->resize);
-	free(s);
-	return rc == ENOENT || rc == EACCES ? KI_EIO : map_rc(rc);
+	return (uint64_t)(uint8_t)kind << 56 | (seq & ID_SEQ_MASK);
 }
 
-void
-store_close(store *s)
+int
+store_id_kind(uint64_t id)
 {
-	if (s == NULL)
-		return;
-	mdb_env_close(s->env);
-	pthread_rwlock_destroy(&s->resize);
-	free(s);
+	return (int)(id >> 56);
 }
 
 static int
-meta_get_u64(store_txn *t, const char *key, uint64_t *out)
+meta_get_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *out)
 {
 	MDB_val k = { strlen(key), (void *)(uintptr_t)key }, v;
-	int rc = mdb_get(t->txn, t->s->meta, &k, &v);
+	int rc = mdb_get(txn, meta, &k, &v);
 
 	*out = 0;
 	if (rc == MDB_NOTFOUND)
@@ -187,164 +144,16 @@ meta_get_u64(store_txn *t, const char *key, uint64_t *out)
 }
 
 static int
-meta_put_u64(store_txn *t, const char *key, uint64_t val)
+meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t val)
 {
 	uint8_t b[8];
 	MDB_val k = { strlen(key), (void *)(uintptr_t)key }, v = { 8, b };
 
 	put_be64(b, val);
-	return map_rc(mdb_put(t->txn, t->s->meta, &k, &v, 0));
+	return map_rc(mdb_put(txn, meta, &k, &v, 0));
 }
 
-/* Doubles the map (up to map_max) when it is 3/4 used. Called with no
- * transaction held by this thread. */
-static void
-maybe_grow(store *s)
-{
-	MDB_envinfo info;
-	MDB_stat st;
-	uint64_t used, size, want;
-
-	/* The map may be replaced under a reader of it: look under the lock. */
-	pthread_rwlock_rdlock(&s->resize);
-	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0) {
-		pthread_rwlock_unlock(&s->resize);
-		return;
-	}
-	pthread_rwlock_unlock(&s->resize);
-	used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
-	size = info.me_mapsize;
-	if (used < size / 4 * 3 || size >= s->map_max)
-		return;
-	pthread_rwlock_wrlock(&s->resize);
-	if (mdb_env_info(s->env, &info) == 0 && info.me_mapsize == size) {
-		want = size * 2 < s->map_max ? size * 2 : s->map_max;
-		mdb_env_set_mapsize(s->env, (size_t)want);
-	}
-	pthread_rwlock_unlock(&s->resize);
-}
-
-int
-store_begin(store *s, int write, store_txn **out)
-{
-	store_txn *t;
-	int rc;
-
-	*out = NULL;
-	if (write)
-		maybe_grow(s);
-	t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		return KI_ENOMEM;
-	t->s = s;
-	t->write = write;
-	pthread_rwlock_rdlock(&s->resize);
-	rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
-	if (rc != 0) {
-		pthread_rwlock_unlock(&s->resize);
-		free(t);
-		return map_rc(rc);
-	}
-	if ((rc = meta_get_u64(t, "rv", &t->rv)) != KI_OK) {
-		mdb_txn_abort(t->txn);
-		pthread_rwlock_unlock(&s->resize);
-		free(t);
-		return rc;
-	}
-	*out = t;
-	return KI_OK;
-}
-
-int
-store_begin_child(store_txn *parent, store_txn **out)
-{
-	store_txn *t;
-	int rc;
-
-	*out = NULL;
-	if (!parent->write)
-		return KI_EINVAL;
-	t = calloc(1, sizeof(*t));
-	if (t == NULL)
-		return KI_ENOMEM;
-	t->s = parent->s;
-	t->parent = parent;
-	t->write = 1;
-	t->rv = parent->rv;
-	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
-	if (rc != 0) {
-		free(t);
-		return map_rc(rc);
-	}
-	*out = t;
-	return KI_OK;
-}
-
-int
-store_commit(store_txn *t)
-{
-	int rc = KI_OK;
-
-	if (t->parent != NULL) {
-		rc = map_rc(mdb_txn_commit(t->txn));
-		if (rc == KI_OK) {
-			t->parent->rv = t->rv;
-			t->parent->dirty |= t->dirty;
-		}
-		free(t);
-		return rc;
-	}
-	if (t->write && t->dirty)
-		rc = meta_put_u64(t, "rv", t->rv);
-	if (rc != KI_OK) {
-		mdb_txn_abort(t->txn);
-	} else {
-		/* Without MDB_NOSYNC, LMDB's commit is itself durable: it syncs
-		 * the data pages, then writes the meta page synchronously. */
-		rc = map_rc(mdb_txn_commit(t->txn));
-	}
-	pthread_rwlock_unlock(&t->s->resize);
-	free(t);
-	return rc;
-}
-
-void
-store_abort(store_txn *t)
-{
-	if (t == NULL)
-		return;
-	mdb_txn_abort(t->txn);
-	if (t->parent == NULL)
-		pthread_rwlock_unlock(&t->s->resize);
-	free(t);
-}
-
-uint64_t
-store_rv(store_txn *t)
-{
-	return t->rv;
-}
-
-uint64_t
-store_next_rv(store_txn *t)
-{
-	return t->rv + 1;
-}
-
-uint64_t
-store_oldest_event(store_txn *t)
-{
-	MDB_cursor *c;
-	MDB_val k, v;
-	uint64_t rv = 0;
-
-	if (mdb_cursor_open(t->txn, t->s->events, &c) != 0)
-		return 0;
-	if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 8)
-		rv = get_be64(k.mv_data);
-	mdb_cursor_close(c);
-	return rv;
-}
+/* ---- records ---- */
 
 /* Decodes a record (borrowed memory) into o. */
 static int
@@ -466,8 +275,289 @@ kind_key(uint8_t *buf, int kind, const char *s, size_t n)
 	return k;
 }
 
+/* Builds the label-index key kind + key NUL value into buf
+ * (2 + STORE_MAX_INDEXED bytes). Returns 0 when the pair is too long to be
+ * indexed. */
+static size_t
+label_key(uint8_t *buf, int kind, const char *k, size_t klen, const char *v,
+	size_t vlen)
+{
+	if (klen + vlen > STORE_MAX_INDEXED)
+		return 0;
+	buf[0] = (uint8_t)kind;
+	memcpy(buf + 1, k, klen);
+	buf[1 + klen] = 0;
+	memcpy(buf + 2 + klen, v, vlen);
+	return 2 + klen + vlen;
+}
+
+/* ---- open, convert, close ---- */
+
 static int
-seq_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *seq)
+open_tables(MDB_txn *txn, store *s)
+{
+	int rc;
+
+	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "obj", MDB_CREATE, &s->obj)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "name", MDB_CREATE, &s->name)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "digest", MDB_CREATE, &s->digest)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "natkey", MDB_CREATE, &s->natkey)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "ref",
+	         MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &s->ref)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "label",
+	         MDB_CREATE | MDB_DUPSORT | MDB_DUPFIXED, &s->label)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "event", MDB_CREATE, &s->event)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "version", MDB_CREATE, &s->version)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "facet", MDB_CREATE, &s->facet)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "token", MDB_CREATE, &s->token)) != 0)
+		return map_rc(rc);
+	return KI_OK;
+}
+
+static int convert_v2(store *s);
+
+int
+store_open(store **out, const char *dir, const store_options *opt)
+{
+	store *s;
+	MDB_txn *txn = NULL;
+	MDB_dbi old;
+	uint64_t format = 0, rv = 0;
+	int rc, dead, convert = 0;
+
+	*out = NULL;
+	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+		return KI_EIO;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return KI_ENOMEM;
+	s->history = opt->history ? opt->history : 100000;
+	s->nosync = opt->nosync;
+	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
+	{
+		pthread_rwlockattr_t a;
+
+		pthread_rwlockattr_init(&a);
+		pthread_rwlockattr_setkind_np(&a,
+		    PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&s->resize, &a);
+		pthread_rwlockattr_destroy(&a);
+	}
+	if ((rc = mdb_env_create(&s->env)) != 0)
+		goto fail;
+	if ((rc = mdb_env_set_maxdbs(s->env, 24)) != 0 ||
+	    (rc = mdb_env_set_mapsize(s->env, (size_t)opt->map_size)) != 0 ||
+	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0)
+		goto fail;
+	rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NORDAHEAD |
+	    (s->nosync ? MDB_NOSYNC : 0),
+	    0640);
+	if (rc != 0)
+		goto fail;
+	mdb_reader_check(s->env, &dead);
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+		goto fail;
+	if ((rc = open_tables(txn, s)) != KI_OK ||
+	    (rc = meta_get_u64(txn, s->meta, "format", &format)) != KI_OK ||
+	    (rc = meta_get_u64(txn, s->meta, "rv", &rv)) != KI_OK)
+		goto fail;
+	if (format > FORMAT) {
+		rc = KI_ESTORE;   /* written by a newer kernelindexd */
+		goto fail;
+	}
+	if (format == 0) {
+		/* A format-2 store has its "objects" table; a new one has none. */
+		convert = mdb_dbi_open(txn, "objects", 0, &old) == 0;
+		if (!convert &&
+		    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK)
+			goto fail;
+	}
+	if ((rc = mdb_txn_commit(txn)) != 0) {
+		txn = NULL;
+		goto fail;
+	}
+	txn = NULL;
+	if (convert && (rc = convert_v2(s)) != KI_OK)
+		goto fail;
+	*out = s;
+	return KI_OK;
+fail:
+	if (txn != NULL)
+		mdb_txn_abort(txn);
+	if (s->env != NULL)
+		mdb_env_close(s->env);
+	pthread_rwlock_destroy(&s->resize);
+	free(s);
+	if (rc == ENOENT || rc == EACCES)
+		return KI_EIO;
+	return rc < 0 ? rc : map_rc(rc);
+}
+
+void
+store_close(store *s)
+{
+	if (s == NULL)
+		return;
+	mdb_env_close(s->env);
+	pthread_rwlock_destroy(&s->resize);
+	free(s);
+}
+
+/* Doubles the map (up to map_max) when it is 3/4 used. Called with no
+ * transaction held by this thread. */
+static void
+maybe_grow(store *s)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	uint64_t used, size, want;
+
+	/* The map may be replaced under a reader of it: look under the lock. */
+	pthread_rwlock_rdlock(&s->resize);
+	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0) {
+		pthread_rwlock_unlock(&s->resize);
+		return;
+	}
+	pthread_rwlock_unlock(&s->resize);
+	used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+	size = info.me_mapsize;
+	if (used < size / 4 * 3 || size >= s->map_max)
+		return;
+	pthread_rwlock_wrlock(&s->resize);
+	if (mdb_env_info(s->env, &info) == 0 && info.me_mapsize == size) {
+		want = size * 2 < s->map_max ? size * 2 : s->map_max;
+		mdb_env_set_mapsize(s->env, (size_t)want);
+	}
+	pthread_rwlock_unlock(&s->resize);
+}
+
+int
+store_begin(store *s, int write, store_txn **out)
+{
+	store_txn *t;
+	int rc;
+
+	*out = NULL;
+	if (write)
+		maybe_grow(s);
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return KI_ENOMEM;
+	t->s = s;
+	t->write = write;
+	pthread_rwlock_rdlock(&s->resize);
+	rc = mdb_txn_begin(s->env, NULL, write ? 0 : MDB_RDONLY, &t->txn);
+	if (rc != 0) {
+		pthread_rwlock_unlock(&s->resize);
+		free(t);
+		return map_rc(rc);
+	}
+	if ((rc = meta_get_u64(t->txn, s->meta, "rv", &t->rv)) != KI_OK) {
+		mdb_txn_abort(t->txn);
+		pthread_rwlock_unlock(&s->resize);
+		free(t);
+		return rc;
+	}
+	*out = t;
+	return KI_OK;
+}
+
+int
+store_begin_child(store_txn *parent, store_txn **out)
+{
+	store_txn *t;
+	int rc;
+
+	*out = NULL;
+	if (!parent->write)
+		return KI_EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return KI_ENOMEM;
+	t->s = parent->s;
+	t->parent = parent;
+	t->write = 1;
+	t->rv = parent->rv;
+	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
+	if (rc != 0) {
+		free(t);
+		return map_rc(rc);
+	}
+	*out = t;
+	return KI_OK;
+}
+
+int
+store_commit(store_txn *t)
+{
+	int rc = KI_OK;
+
+	if (t->parent != NULL) {
+		rc = map_rc(mdb_txn_commit(t->txn));
+		if (rc == KI_OK) {
+			t->parent->rv = t->rv;
+			t->parent->dirty |= t->dirty;
+		}
+		free(t);
+		return rc;
+	}
+	if (t->write && t->dirty)
+		rc = meta_put_u64(t->txn, t->s->meta, "rv", t->rv);
+	if (rc != KI_OK) {
+		mdb_txn_abort(t->txn);
+	} else {
+		/* Without MDB_NOSYNC, LMDB's commit is itself durable: it syncs
+		 * the data pages, then writes the meta page synchronously. */
+		rc = map_rc(mdb_txn_commit(t->txn));
+	}
+	pthread_rwlock_unlock(&t->s->resize);
+	free(t);
+	return rc;
+}
+
+void
+store_abort(store_txn *t)
+{
+	if (t == NULL)
+		return;
+	mdb_txn_abort(t->txn);
+	if (t->parent == NULL)
+		pthread_rwlock_unlock(&t->s->resize);
+	free(t);
+}
+
+uint64_t
+store_rv(store_txn *t)
+{
+	return t->rv;
+}
+
+uint64_t
+store_next_rv(store_txn *t)
+{
+	return t->rv + 1;
+}
+
+uint64_t
+store_oldest_event(store_txn *t)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t rv = 0;
+
+	if (mdb_cursor_open(t->txn, t->s->event, &c) != 0)
+		return 0;
+	if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 8)
+		rv = get_be64(k.mv_data);
+	mdb_cursor_close(c);
+	return rv;
+}
+
+/* ---- reads ---- */
+
+static int
+id_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *id)
 {
 	MDB_val v;
 	int rc = mdb_get(t->txn, dbi, key, &v);
@@ -476,19 +566,19 @@ seq_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *seq)
 		return map_rc(rc);
 	if (v.mv_size != 8)
 		return KI_ESTORE;
-	*seq = get_be64(v.mv_data);
+	*id = get_be64(v.mv_data);
 	return KI_OK;
 }
 
 int
-store_get_by_seq(store_txn *t, uint64_t seq, store_obj *out)
+store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 {
 	uint8_t kb[8];
 	MDB_val k = { 8, kb }, v;
 	int rc;
 
-	put_be64(kb, seq);
-	if ((rc = mdb_get(t->txn, t->s->objects, &k, &v)) != 0)
+	put_be64(kb, id);
+	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
 		return map_rc(rc);
 	return rec_decode(v.mv_data, v.mv_size, out);
 }
@@ -499,15 +589,15 @@ store_get_by_name(store_txn *t, int kind, const char *name, size_t len,
 {
 	uint8_t kb[1 + STORE_MAX_NAME];
 	MDB_val k;
-	uint64_t seq;
+	uint64_t id;
 	int rc;
 
 	if (len == 0 || len > STORE_MAX_NAME)
 		return KI_ENOTFOUND;
 	k = kind_key(kb, kind, name, len);
-	if ((rc = seq_lookup(t, t->s->names, &k, &seq)) != KI_OK)
+	if ((rc = id_lookup(t, t->s->name, &k, &id)) != KI_OK)
 		return rc;
-	return store_get_by_seq(t, seq, out);
+	return store_get_by_seq(t, id, out);
 }
 
 int
@@ -515,12 +605,12 @@ store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_obj *out)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)digest };
-	uint64_t seq;
+	uint64_t id;
 	int rc;
 
-	if ((rc = seq_lookup(t, t->s->digests, &k, &seq)) != KI_OK)
+	if ((rc = id_lookup(t, t->s->digest, &k, &id)) != KI_OK)
 		return rc;
-	return store_get_by_seq(t, seq, out);
+	return store_get_by_seq(t, id, out);
 }
 
 int
@@ -529,47 +619,30 @@ store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 {
 	uint8_t kb[1 + STORE_MAX_NATKEY];
 	MDB_val k;
-	uint64_t seq;
+	uint64_t id;
 	int rc;
 
 	if (len == 0 || len > STORE_MAX_NATKEY)
 		return KI_ENOTFOUND;
 	k = kind_key(kb, kind, key, len);
-	if ((rc = seq_lookup(t, t->s->natkeys, &k, &seq)) != KI_OK)
+	if ((rc = id_lookup(t, t->s->natkey, &k, &id)) != KI_OK)
 		return rc;
-	return store_get_by_seq(t, seq, out);
+	return store_get_by_seq(t, id, out);
 }
 
-/* Builds the label-index key kind + key NUL value NUL name into buf
- * (1 + STORE_MAX_INDEXED + 2 + STORE_MAX_NAME bytes). Returns 0 when the
- * pair is too long to be indexed. */
-static size_t
-label_key(uint8_t *buf, int kind, const char *k, size_t klen, const char *v,
-	size_t vlen, const char *name, size_t nlen)
-{
-	if (klen + vlen > STORE_MAX_INDEXED || nlen > STORE_MAX_NAME)
-		return 0;
-	buf[0] = (uint8_t)kind;
-	memcpy(buf + 1, k, klen);
-	buf[1 + klen] = 0;
-	memcpy(buf + 2 + klen, v, vlen);
-	buf[2 + klen + vlen] = 0;
-	memcpy(buf + 3 + klen + vlen, name, nlen);
-	return 3 + klen + vlen + nlen;
-}
+/* ---- writes ---- */
 
-/* Adds (dir 1) or removes (dir -1) o's label-index entries and facet
- * counts. */
+/* Adds (dir 1) or removes (dir -1) o's label postings and facet counts. */
 static int
 index_labels(store_txn *t, const store_obj *o, int dir)
 {
-	uint8_t kb[3 + STORE_MAX_NATKEY + STORE_MAX_NAME], sb[8];
+	uint8_t kb[2 + STORE_MAX_INDEXED + STORE_MAX_NATKEY], ib[8], cb[8];
 	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
 	    NULL;
 	MDB_val k, v;
 	int rc;
 
-	put_be64(sb, o->seq);
+	put_be64(ib, o->seq);
 	while (p != NULL && p < end) {
 		const char *key = p, *val;
 		size_t klen = strnlen(key, (size_t)(end - key)), vlen, n;
@@ -581,17 +654,15 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		if (val + vlen >= end)
 			break;
 		p = val + vlen + 1;
-		n = label_key(kb, o->kind, key, klen, val, vlen, o->name,
-		    o->name_len);
-		if (n == 0)
+		if ((n = label_key(kb, o->kind, key, klen, val, vlen)) == 0)
 			continue;
 		k.mv_size = n;
 		k.mv_data = kb;
 		v.mv_size = 8;
-		v.mv_data = sb;
-		rc = dir > 0 ? mdb_put(t->txn, t->s->labels, &k, &v, 0) :
-		    mdb_del(t->txn, t->s->labels, &k, NULL);
-		if (rc != 0 && rc != MDB_NOTFOUND)
+		v.mv_data = ib;
+		rc = dir > 0 ? mdb_put(t->txn, t->s->label, &k, &v, MDB_NODUPDATA) :
+		    mdb_del(t->txn, t->s->label, &k, &v);
+		if (rc != 0 && rc != MDB_NOTFOUND && rc != MDB_KEYEXIST)
 			return map_rc(rc);
 	}
 	p = o->facets;
@@ -605,7 +676,7 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 			continue;
 		}
 		k = kind_key(kb, o->kind, p, flen);
-		rc = mdb_get(t->txn, t->s->facets, &k, &v);
+		rc = mdb_get(t->txn, t->s->facet, &k, &v);
 		if (rc == 0 && v.mv_size == 8)
 			count = get_be64(v.mv_data);
 		else if (rc != 0 && rc != MDB_NOTFOUND)
@@ -615,13 +686,12 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		else if (count > 0)
 			count--;
 		if (count == 0) {
-			rc = mdb_del(t->txn, t->s->facets, &k, NULL);
+			rc = mdb_del(t->txn, t->s->facet, &k, NULL);
 		} else {
-			put_be64(sb, count);
+			put_be64(cb, count);
 			v.mv_size = 8;
-			v.mv_data = sb;
-			rc = mdb_put(t->txn, t->s->facets, &k, &v, 0);
-			put_be64(sb, o->seq);
+			v.mv_data = cb;
+			rc = mdb_put(t->txn, t->s->facet, &k, &v, 0);
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
 			return map_rc(rc);
@@ -630,68 +700,104 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 	return KI_OK;
 }
 
-/* Removes the secondary-index entries of a stored record old. */
+/* Adds (dir 1) or removes (dir -1) the digest, natural-key, reference and
+ * label entries of o. */
 static int
-unindex(store_txn *t, const store_obj *old)
+index_object(store_txn *t, const store_obj *o, int dir)
 {
-	uint8_t kb[1 + STORE_MAX_NATKEY], sb[8];
-	MDB_val k, v = { 8, sb };
-	uint64_t seq;
+	uint8_t kb[1 + STORE_MAX_NATKEY], ib[8];
+	MDB_val k, v = { 8, ib };
+	uint64_t id;
 	int rc;
 
-	if ((rc = index_labels(t, old, -1)) != KI_OK)
-		return rc;
-	put_be64(sb, old->seq);
+	put_be64(ib, o->seq);
 	k.mv_size = STORE_DIGEST_LEN;
-	k.mv_data = (void *)(uintptr_t)old->digest;
-	rc = seq_lookup(t, t->s->digests, &k, &seq);
-	if (rc == KI_OK && seq == old->seq)
-		rc = map_rc(mdb_del(t->txn, t->s->digests, &k, NULL));
-	if (rc != KI_OK && rc != KI_ENOTFOUND)
+	k.mv_data = (void *)(uintptr_t)o->digest;
+	if (dir > 0) {
+		rc = map_rc(mdb_put(t->txn, t->s->digest, &k, &v, MDB_NOOVERWRITE));
+		if (rc == KI_EEXIST)
+			rc = KI_OK;   /* the first object with that content keeps it */
+	} else {
+		rc = id_lookup(t, t->s->digest, &k, &id);
+		if (rc == KI_OK && id == o->seq)
+			rc = map_rc(mdb_del(t->txn, t->s->digest, &k, NULL));
+		if (rc == KI_ENOTFOUND)
+			rc = KI_OK;
+	}
+	if (rc != KI_OK)
 		return rc;
-	if (old->natkey_len) {
-		k = kind_key(kb, old->kind, old->natkey, old->natkey_len);
-		rc = seq_lookup(t, t->s->natkeys, &k, &seq);
-		if (rc == KI_OK && seq == old->seq)
-			rc = map_rc(mdb_del(t->txn, t->s->natkeys, &k, NULL));
-		if (rc != KI_OK && rc != KI_ENOTFOUND)
+	if (o->natkey_len) {
+		k = kind_key(kb, o->kind, o->natkey, o->natkey_len);
+		if (dir > 0) {
+			rc = map_rc(mdb_put(t->txn, t->s->natkey, &k, &v, 0));
+		} else {
+			rc = id_lookup(t, t->s->natkey, &k, &id);
+			if (rc == KI_OK && id == o->seq)
+				rc = map_rc(mdb_del(t->txn, t->s->natkey, &k, NULL));
+			if (rc == KI_ENOTFOUND)
+				rc = KI_OK;
+		}
+		if (rc != KI_OK)
 			return rc;
 	}
-	for (size_t i = 0; i < old->nrefs; i++) {
+	for (size_t i = 0; i < o->nrefs; i++) {
 		k.mv_size = STORE_DIGEST_LEN;
-		k.mv_data = (void *)(uintptr_t)(old->refs + i * STORE_DIGEST_LEN);
-		rc = map_rc(mdb_del(t->txn, t->s->refs, &k, &v));
-		if (rc != KI_OK && rc != KI_ENOTFOUND)
-			return rc;
+		k.mv_data = (void *)(uintptr_t)(o->refs + i * STORE_DIGEST_LEN);
+		v.mv_size = 8;
+		v.mv_data = ib;
+		rc = dir > 0 ? mdb_put(t->txn, t->s->ref, &k, &v, MDB_NODUPDATA) :
+		    mdb_del(t->txn, t->s->ref, &k, &v);
+		if (rc != 0 && rc != MDB_KEYEXIST && rc != MDB_NOTFOUND)
+			return map_rc(rc);
 	}
-	return KI_OK;
+	return index_labels(t, o, dir);
 }
 
+/* Keeps the record rec (of size n) under version rv while the event rv is
+ * kept: its object's current record is about to stop holding it. */
 static int
-put_event(store_txn *t, int type, const store_obj *o)
+keep_version(store_txn *t, uint64_t rv, const void *rec, size_t n,
+	uint64_t now_rv)
 {
 	uint8_t kb[8];
-	MDB_val k = { 8, kb }, v;
+	MDB_val k = { 8, kb }, v = { n, (void *)(uintptr_t)rec };
+
+	if (rv + t->s->history <= now_rv)
+		return KI_OK;   /* its event is trimmed by now */
+	put_be64(kb, rv);
+	return map_rc(mdb_put(t->txn, t->s->version, &k, &v, 0));
+}
+
+/* Appends the event rv -> type + id and trims the history to its bound
+ * (one or two entries per write, so the cost stays constant). */
+static int
+put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
+{
+	uint8_t kb[8], vb[9];
+	MDB_val k = { 8, kb }, v = { 9, vb };
 	MDB_cursor *c;
 	uint64_t cutoff;
 	int rc;
 
-	put_be64(kb, o->rv);
-	v.mv_size = 1 + rec_size(o);
-	rc = mdb_put(t->txn, t->s->events, &k, &v, MDB_RESERVE | MDB_APPEND);
+	put_be64(kb, rv);
+	vb[0] = (uint8_t)type;
+	put_be64(vb + 1, id);
+	rc = mdb_put(t->txn, t->s->event, &k, &v, MDB_APPEND);
 	if (rc != 0)
 		return map_rc(rc);
-	((uint8_t *)v.mv_data)[0] = (uint8_t)type;
-	rec_encode((uint8_t *)v.mv_data + 1, o);
-	if (o->rv <= t->s->history)
+	if (rv <= t->s->history)
 		return KI_OK;
-	/* Trim the history: at most one or two entries per write, so the cost
-	 * stays constant. */
-	cutoff = o->rv - t->s->history;
-	if ((rc = mdb_cursor_open(t->txn, t->s->events, &c)) != 0)
+	cutoff = rv - t->s->history;
+	if ((rc = mdb_cursor_open(t->txn, t->s->event, &c)) != 0)
 		return map_rc(rc);
 	while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0 &&
 	    get_be64(k.mv_data) <= cutoff) {
+		MDB_val vk = k;
+
+		/* A superseded state kept for this event goes with it. */
+		rc = mdb_del(t->txn, t->s->version, &vk, NULL);
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			break;
 		if ((rc = mdb_cursor_del(c, 0)) != 0)
 			break;
 	}
@@ -699,104 +805,107 @@ put_event(store_txn *t, int type, const store_obj *o)
 	return rc == 0 || rc == MDB_NOTFOUND ? KI_OK : map_rc(rc);
 }
 
+/* Copies the current record of id into *copy (caller frees) and decodes
+ * it into old, which then points into the copy: later writes in the
+ * transaction may move the pages a borrowed record lives on. */
+static int
+load_copy(store_txn *t, uint64_t id, void **copy, size_t *n, store_obj *old)
+{
+	uint8_t kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	*copy = NULL;
+	put_be64(kb, id);
+	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
+		return map_rc(rc);
+	if ((*copy = malloc(v.mv_size)) == NULL)
+		return KI_ENOMEM;
+	memcpy(*copy, v.mv_data, v.mv_size);
+	*n = v.mv_size;
+	return rec_decode(*copy, *n, old);
+}
+
 int
 store_put(store_txn *t, store_obj *o)
 {
-	uint8_t kb[1 + STORE_MAX_NATKEY], sb[8], okb[8];
-	MDB_val k, v, ok = { 8, okb };
+	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
+	MDB_val k, v, ik = { 8, ib };
 	store_obj old;
-	uint64_t seq, last;
+	void *copy = NULL;
+	size_t copy_len = 0;
+	uint64_t id, last;
 	int rc, exists;
 
 	if (!t->write || o->rv != t->rv + 1 || o->name_len == 0 ||
 	    o->name_len > STORE_MAX_NAME || o->natkey_len > STORE_MAX_NATKEY ||
 	    o->nrefs > STORE_MAX_REFS || o->json_len > UINT32_MAX ||
-	    o->labels_len > UINT32_MAX || o->facets_len > UINT32_MAX)
+	    o->labels_len > UINT32_MAX || o->facets_len > UINT32_MAX ||
+	    o->kind <= 0 || o->kind > 255)
 		return KI_EINVAL;
 	k = kind_key(kb, o->kind, o->name, o->name_len);
-	rc = seq_lookup(t, t->s->names, &k, &seq);
+	rc = id_lookup(t, t->s->name, &k, &id);
 	if (rc != KI_OK && rc != KI_ENOTFOUND)
 		return rc;
 	exists = rc == KI_OK;
 	if (exists) {
-		if ((rc = store_get_by_seq(t, seq, &old)) != KI_OK)
-			return rc;
-		if ((rc = unindex(t, &old)) != KI_OK)
-			return rc;
+		if ((rc = load_copy(t, id, &copy, &copy_len, &old)) != KI_OK ||
+		    (rc = index_object(t, &old, -1)) != KI_OK ||
+		    (rc = keep_version(t, old.rv, copy, copy_len, o->rv)) != KI_OK)
+			goto out;
 	} else {
-		if ((rc = meta_get_u64(t, "seq", &last)) != KI_OK)
-			return rc;
-		seq = last + 1;
-		if ((rc = meta_put_u64(t, "seq", seq)) != KI_OK)
-			return rc;
-		put_be64(sb, seq);
+		if ((rc = meta_get_u64(t->txn, t->s->meta, "seq", &last)) != KI_OK)
+			goto out;
+		id = store_id(o->kind, last + 1);
+		if ((rc = meta_put_u64(t->txn, t->s->meta, "seq", last + 1)) !=
+		    KI_OK)
+			goto out;
+		put_be64(ib, id);
 		v.mv_size = 8;
-		v.mv_data = sb;
-		if ((rc = mdb_put(t->txn, t->s->names, &k, &v, 0)) != 0)
-			return map_rc(rc);
+		v.mv_data = ib;
+		if ((rc = map_rc(mdb_put(t->txn, t->s->name, &k, &v, 0))) != KI_OK)
+			goto out;
 	}
-	o->seq = seq;
-	put_be64(okb, seq);
-	put_be64(sb, seq);
+	o->seq = id;
+	put_be64(ib, id);
 	v.mv_size = rec_size(o);
-	rc = mdb_put(t->txn, t->s->objects, &ok, &v,
-	    MDB_RESERVE | (exists ? 0 : MDB_APPEND));
-	if (rc != 0)
-		return map_rc(rc);
-	rec_encode(v.mv_data, o);
-	k.mv_size = STORE_DIGEST_LEN;
-	k.mv_data = o->digest;
-	v.mv_size = 8;
-	v.mv_data = sb;
-	rc = mdb_put(t->txn, t->s->digests, &k, &v, MDB_NOOVERWRITE);
-	if (rc != 0 && rc != MDB_KEYEXIST)
-		return map_rc(rc);
-	if (o->natkey_len) {
-		k = kind_key(kb, o->kind, o->natkey, o->natkey_len);
-		v.mv_size = 8;
-		v.mv_data = sb;
-		if ((rc = mdb_put(t->txn, t->s->natkeys, &k, &v, 0)) != 0)
-			return map_rc(rc);
-	}
-	for (size_t i = 0; i < o->nrefs; i++) {
-		k.mv_size = STORE_DIGEST_LEN;
-		k.mv_data = (void *)(uintptr_t)(o->refs + i * STORE_DIGEST_LEN);
-		v.mv_size = 8;
-		v.mv_data = sb;
-		rc = mdb_put(t->txn, t->s->refs, &k, &v, MDB_NODUPDATA);
-		if (rc != 0 && rc != MDB_KEYEXIST)
-			return map_rc(rc);
-	}
-	if ((rc = index_labels(t, o, 1)) != KI_OK)
-		return rc;
-	if ((rc = put_event(t, exists ? STORE_MODIFIED : STORE_ADDED, o)) !=
+	if ((rc = map_rc(mdb_put(t->txn, t->s->obj, &ik, &v, MDB_RESERVE))) !=
 	    KI_OK)
-		return rc;
+		goto out;
+	rec_encode(v.mv_data, o);
+	if ((rc = index_object(t, o, 1)) != KI_OK ||
+	    (rc = put_event(t, exists ? STORE_MODIFIED : STORE_ADDED, o->rv,
+	    id)) != KI_OK)
+		goto out;
 	t->rv = o->rv;
 	t->dirty = 1;
-	return KI_OK;
+out:
+	free(copy);
+	return rc;
 }
 
 int
 store_delete(store_txn *t, int kind, const char *name, size_t len,
 	const store_obj *final)
 {
-	uint8_t kb[1 + STORE_MAX_NAME], okb[8];
-	MDB_val k, ok = { 8, okb };
+	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
+	MDB_val k, ik = { 8, ib };
 	store_obj old, ev;
-	uint64_t seq;
+	void *copy = NULL, *rec = NULL;
+	size_t copy_len = 0;
+	uint64_t id, rv = t->rv + 1;
 	int rc;
 
 	if (!t->write || len == 0 || len > STORE_MAX_NAME)
 		return KI_EINVAL;
 	k = kind_key(kb, kind, name, len);
-	if ((rc = seq_lookup(t, t->s->names, &k, &seq)) != KI_OK)
+	if ((rc = id_lookup(t, t->s->name, &k, &id)) != KI_OK)
 		return rc;
-	if ((rc = store_get_by_seq(t, seq, &old)) != KI_OK)
-		return rc;
-	/* The event keeps the final state; build it before the record goes. */
+	if ((rc = load_copy(t, id, &copy, &copy_len, &old)) != KI_OK)
+		goto out;
+	/* The event names the final state, kept as a version. */
 	ev = old;
-	ev.rv = t->rv + 1;
+	ev.rv = rv;
 	ev.json = final->json;
 	ev.json_len = final->json_len;
 	ev.meta_off = final->meta_off;
@@ -805,54 +914,57 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	ev.spec_len = final->spec_len;
 	ev.status_off = final->status_off;
 	ev.status_len = final->status_len;
-	if ((rc = put_event(t, STORE_DELETED, &ev)) != KI_OK)
-		return rc;
-	if ((rc = unindex(t, &old)) != KI_OK)
-		return rc;
-	if ((rc = mdb_del(t->txn, t->s->names, &k, NULL)) != 0)
-		return map_rc(rc);
-	put_be64(okb, seq);
-	if ((rc = mdb_del(t->txn, t->s->objects, &ok, NULL)) != 0)
-		return map_rc(rc);
-	t->rv = ev.rv;
+	if ((rec = malloc(rec_size(&ev))) == NULL) {
+		rc = KI_ENOMEM;
+		goto out;
+	}
+	rec_encode(rec, &ev);
+	if ((rc = keep_version(t, old.rv, copy, copy_len, rv)) != KI_OK ||
+	    (rc = keep_version(t, rv, rec, rec_size(&ev), rv)) != KI_OK ||
+	    (rc = put_event(t, STORE_DELETED, rv, id)) != KI_OK ||
+	    (rc = index_object(t, &old, -1)) != KI_OK)
+		goto out;
+	if ((rc = map_rc(mdb_del(t->txn, t->s->name, &k, NULL))) != KI_OK)
+		goto out;
+	put_be64(ib, id);
+	if ((rc = map_rc(mdb_del(t->txn, t->s->obj, &ik, NULL))) != KI_OK)
+		goto out;
+	t->rv = rv;
 	t->dirty = 1;
-	return KI_OK;
+out:
+	free(rec);
+	free(copy);
+	return rc;
 }
 
-int
-store_list(store_txn *t, int kind, const char *after, size_t after_len,
-	store_each_fn fn, void *arg)
-{
-	uint8_t kb[1 + STORE_MAX_NAME];
-	MDB_cursor *c;
-	MDB_val k, v;
-	store_obj o;
-	int rc, op;
+/* ---- lists ---- */
 
-	if (after_len > STORE_MAX_NAME)
-		return KI_EINVAL;
-	if ((rc = mdb_cursor_open(t->txn, t->s->names, &c)) != 0)
+int
+store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+	void *arg)
+{
+	uint8_t kb[8];
+	MDB_cursor *c;
+	MDB_val k = { 8, kb }, v;
+	store_obj o;
+	uint64_t start;
+	int rc;
+
+	start = after >= store_id(kind, 0) ? after + 1 : store_id(kind, 1);
+	if (store_id_kind(start) != kind)
+		return KI_OK;
+	if ((rc = mdb_cursor_open(t->txn, t->s->obj, &c)) != 0)
 		return map_rc(rc);
-	k = kind_key(kb, kind, after ? after : "", after ? after_len : 0);
+	put_be64(kb, start);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	/* Exclusive start: skip the exact `after` key itself. */
-	if (rc == 0 && after_len > 0 && k.mv_size == after_len + 1 &&
-	    memcmp((uint8_t *)k.mv_data + 1, after, after_len) == 0 &&
-	    ((uint8_t *)k.mv_data)[0] == (uint8_t)kind)
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	op = MDB_NEXT;
 	while (rc == 0) {
-		if (k.mv_size < 1 || ((uint8_t *)k.mv_data)[0] != (uint8_t)kind)
+		if (k.mv_size != 8 || store_id_kind(get_be64(k.mv_data)) != kind)
 			break;
-		if (v.mv_size != 8) {
-			rc = KI_ESTORE;
-			goto out;
-		}
-		if ((rc = store_get_by_seq(t, get_be64(v.mv_data), &o)) != KI_OK)
+		if ((rc = rec_decode(v.mv_data, v.mv_size, &o)) != KI_OK)
 			goto out;
 		if ((rc = fn(arg, &o)) != 0)
 			goto out;
-		rc = mdb_cursor_get(c, &k, &v, (MDB_cursor_op)op);
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
 out:
@@ -872,7 +984,176 @@ int
 store_count(store_txn *t, int kind, uint64_t *out)
 {
 	*out = 0;
-	return store_list(t, kind, NULL, 0, count_one, out);
+	return store_list(t, kind, 0, count_one, out);
+}
+
+/* One posting list being walked: a cursor on its key, and the id it
+ * stands on (0 before the first seek, UINT64_MAX once past the end). */
+typedef struct posting {
+	MDB_cursor *c;
+	MDB_val key;
+	uint8_t kb[2 + STORE_MAX_INDEXED];
+	uint64_t at;
+} posting;
+
+/* Moves p to its first id >= want; sets p->at (UINT64_MAX: none). */
+static int
+posting_seek(posting *p, uint64_t want)
+{
+	uint8_t vb[8];
+	MDB_val k = p->key, v = { 8, vb };
+	int rc;
+
+	if (p->at >= want)
+		return KI_OK;
+	if (p->at != 0 && p->at + 1 == want) {
+		/* Walking a list in order: the next duplicate is the answer. */
+		rc = mdb_cursor_get(p->c, &k, &v, MDB_NEXT_DUP);
+	} else {
+		put_be64(vb, want);
+		rc = mdb_cursor_get(p->c, &k, &v, MDB_GET_BOTH_RANGE);
+	}
+	if (rc == MDB_NOTFOUND) {
+		p->at = UINT64_MAX;
+		return KI_OK;
+	}
+	if (rc != 0)
+		return map_rc(rc);
+	if (v.mv_size != 8)
+		return KI_ESTORE;
+	p->at = get_be64(v.mv_data);
+	return KI_OK;
+}
+
+int
+store_list_index(store_txn *t, int kind, const store_term *terms,
+	size_t nterms, uint64_t after, store_each_fn fn, void *arg)
+{
+	posting *ps = NULL;
+	size_t *first = NULL, np = 0, total = 0;
+	store_obj o;
+	uint64_t cand;
+	int rc = KI_OK;
+
+	if (nterms == 0)
+		return store_list(t, kind, after, fn, arg);
+	for (size_t i = 0; i < nterms; i++) {
+		if (terms[i].nalts == 0)
+			return KI_OK;   /* a term nothing satisfies */
+		total += terms[i].nalts;
+	}
+	ps = calloc(total, sizeof(*ps));
+	first = calloc(nterms + 1, sizeof(*first));
+	if (ps == NULL || first == NULL) {
+		rc = KI_ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < nterms; i++) {
+		first[i] = np;
+		for (size_t j = 0; j < terms[i].nalts; j++) {
+			const store_alt *a = &terms[i].alts[j];
+			posting *p = &ps[np];
+			MDB_dbi dbi;
+
+			if (a->digest != NULL) {
+				memcpy(p->kb, a->digest, STORE_DIGEST_LEN);
+				p->key.mv_size = STORE_DIGEST_LEN;
+				dbi = t->s->ref;
+			} else {
+				p->key.mv_size = label_key(p->kb, kind, a->key,
+				    strlen(a->key), a->value, strlen(a->value));
+				if (p->key.mv_size == 0) {
+					rc = KI_EINVAL;
+					goto out;
+				}
+				dbi = t->s->label;
+			}
+			p->key.mv_data = p->kb;
+			if ((rc = map_rc(mdb_cursor_open(t->txn, dbi, &p->c))) !=
+			    KI_OK)
+				goto out;
+			np++;
+		}
+	}
+	first[nterms] = np;
+	/* Leapfrog: each term proposes its first id >= the candidate (the
+	 * least over its alternatives); the candidate moves up until every
+	 * term agrees on it. Each step is a seek in a posting list, so a page
+	 * costs what its matches cost, whatever the size of the store. */
+	cand = after >= store_id(kind, 0) ? after + 1 : store_id(kind, 1);
+	while (store_id_kind(cand) == kind) {
+		size_t agree = 0, i = 0;
+
+		while (agree < nterms) {
+			uint64_t best = UINT64_MAX;
+
+			for (size_t j = first[i]; j < first[i + 1]; j++) {
+				if ((rc = posting_seek(&ps[j], cand)) != KI_OK)
+					goto out;
+				if (ps[j].at < best)
+					best = ps[j].at;
+			}
+			if (best == UINT64_MAX || store_id_kind(best) != kind)
+				goto out;
+			if (best == cand) {
+				agree++;
+			} else {
+				cand = best;
+				agree = 1;
+			}
+			i = (i + 1) % nterms;
+		}
+		rc = store_get_by_seq(t, cand, &o);
+		if (rc == KI_OK)
+			rc = fn(arg, &o);
+		else if (rc == KI_ENOTFOUND)
+			rc = KI_ESTORE;   /* an index entry without its object */
+		if (rc != 0)
+			goto out;
+		cand++;
+	}
+out:
+	for (size_t j = 0; ps != NULL && j < np; j++)
+		mdb_cursor_close(ps[j].c);
+	free(ps);
+	free(first);
+	return rc;
+}
+
+int
+store_list_label(store_txn *t, int kind, const char *key, const char *value,
+	uint64_t after, store_each_fn fn, void *arg)
+{
+	store_alt a = { key, value, NULL };
+	store_term term = { &a, 1 };
+
+	return store_list_index(t, kind, &term, 1, after, fn, arg);
+}
+
+int
+store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
+{
+	uint8_t kb[1];
+	MDB_cursor *c;
+	MDB_val k = { 1, kb }, v;
+	int rc;
+
+	kb[0] = (uint8_t)kind;
+	if ((rc = mdb_cursor_open(t->txn, t->s->facet, &c)) != 0)
+		return map_rc(rc);
+	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	while (rc == 0) {
+		if (k.mv_size < 1 || ((uint8_t *)k.mv_data)[0] != (uint8_t)kind)
+			break;
+		if (v.mv_size == 8 && (rc = fn(arg, (const char *)k.mv_data + 1,
+		    k.mv_size - 1, get_be64(v.mv_data))) != 0)
+			goto out;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
+out:
+	mdb_cursor_close(c);
+	return rc;
 }
 
 int
@@ -881,37 +1162,61 @@ store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 {
 	MDB_cursor *c;
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)digest }, v;
-	uint64_t *seqs = NULL, *grown;
+	uint64_t *ids = NULL, *grown;
 	size_t n = 0, cap = 0;
 	store_obj o;
 	int rc;
 
 	/* Collect first: fn may write (re-render a referrer), which would
 	 * invalidate the cursor. */
-	if ((rc = mdb_cursor_open(t->txn, t->s->refs, &c)) != 0)
+	if ((rc = mdb_cursor_open(t->txn, t->s->ref, &c)) != 0)
 		return map_rc(rc);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
 	while (rc == 0 && v.mv_size == 8) {
 		if (n == cap) {
 			cap = cap ? cap * 2 : 64;
-			grown = realloc(seqs, cap * sizeof(*seqs));
+			grown = realloc(ids, cap * sizeof(*ids));
 			if (grown == NULL) {
 				rc = ENOMEM;
 				break;
 			}
-			seqs = grown;
+			ids = grown;
 		}
-		seqs[n++] = get_be64(v.mv_data);
+		ids[n++] = get_be64(v.mv_data);
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_DUP);
 	}
 	mdb_cursor_close(c);
 	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
 	for (size_t i = 0; rc == KI_OK && i < n; i++) {
-		if ((rc = store_get_by_seq(t, seqs[i], &o)) == KI_OK)
+		if ((rc = store_get_by_seq(t, ids[i], &o)) == KI_OK)
 			rc = fn(arg, &o);
 	}
-	free(seqs);
+	free(ids);
 	return rc;
+}
+
+/* ---- events ---- */
+
+/* Finds the state event rv of type names for object id: its current
+ * record when that is still the one rv wrote, else the kept version. */
+static int
+event_state(store_txn *t, uint64_t rv, int type, uint64_t id, store_obj *o)
+{
+	uint8_t kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	if (type != STORE_DELETED) {
+		rc = store_get_by_seq(t, id, o);
+		if (rc == KI_OK && o->rv == rv)
+			return KI_OK;
+		if (rc != KI_OK && rc != KI_ENOTFOUND)
+			return rc;
+	}
+	put_be64(kb, rv);
+	if ((rc = mdb_get(t->txn, t->s->version, &k, &v)) != 0)
+		return rc == MDB_NOTFOUND ? KI_ESTORE : map_rc(rc);
+	return rec_decode(v.mv_data, v.mv_size, o);
 }
 
 int
@@ -927,17 +1232,21 @@ store_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
 	oldest = store_oldest_event(t);
 	if (rv < t->rv && (oldest == 0 || oldest > rv + 1))
 		return KI_EGONE;
-	if ((rc = mdb_cursor_open(t->txn, t->s->events, &c)) != 0)
+	if ((rc = mdb_cursor_open(t->txn, t->s->event, &c)) != 0)
 		return map_rc(rc);
 	put_be64(kb, rv + 1);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0) {
-		if (v.mv_size < 1 ||
-		    rec_decode((uint8_t *)v.mv_data + 1, v.mv_size - 1, &o) != KI_OK) {
+		const uint8_t *e = v.mv_data;
+
+		if (k.mv_size != 8 || v.mv_size != 9) {
 			rc = KI_ESTORE;
 			goto out;
 		}
-		if ((rc = fn(arg, ((uint8_t *)v.mv_data)[0], &o)) != 0)
+		rc = event_state(t, get_be64(k.mv_data), e[0], get_be64(e + 1), &o);
+		if (rc != KI_OK)
+			goto out;
+		if ((rc = fn(arg, e[0], &o)) != 0)
 			goto out;
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
@@ -946,6 +1255,8 @@ out:
 	mdb_cursor_close(c);
 	return rc;
 }
+
+/* ---- statistics, tokens, backup ---- */
 
 int
 store_stat(store *s, store_stats *out)
@@ -967,75 +1278,6 @@ store_stat(store *s, store_stats *out)
 }
 
 int
-store_list_label(store_txn *t, int kind, const char *key, const char *value,
-	const char *after, size_t after_len, store_each_fn fn, void *arg)
-{
-	uint8_t kb[3 + STORE_MAX_INDEXED + STORE_MAX_NAME];
-	size_t klen = strlen(key), vlen = strlen(value), plen, n;
-	MDB_cursor *c;
-	MDB_val k, v;
-	store_obj o;
-	int rc;
-
-	n = label_key(kb, kind, key, klen, value, vlen, after ? after : "",
-	    after ? after_len : 0);
-	if (n == 0)
-		return KI_EINVAL;
-	plen = 3 + klen + vlen;
-	if ((rc = mdb_cursor_open(t->txn, t->s->labels, &c)) != 0)
-		return map_rc(rc);
-	k.mv_size = n;
-	k.mv_data = kb;
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	if (rc == 0 && after_len > 0 && k.mv_size == n &&
-	    memcmp(k.mv_data, kb, n) == 0)
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	while (rc == 0) {
-		if (k.mv_size < plen || memcmp(k.mv_data, kb, plen) != 0)
-			break;
-		if (v.mv_size != 8) {
-			rc = KI_ESTORE;
-			goto out;
-		}
-		if ((rc = store_get_by_seq(t, get_be64(v.mv_data), &o)) != KI_OK)
-			goto out;
-		if ((rc = fn(arg, &o)) != 0)
-			goto out;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
-out:
-	mdb_cursor_close(c);
-	return rc;
-}
-
-int
-store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
-{
-	uint8_t kb[1];
-	MDB_cursor *c;
-	MDB_val k = { 1, kb }, v;
-	int rc;
-
-	kb[0] = (uint8_t)kind;
-	if ((rc = mdb_cursor_open(t->txn, t->s->facets, &c)) != 0)
-		return map_rc(rc);
-	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	while (rc == 0) {
-		if (k.mv_size < 1 || ((uint8_t *)k.mv_data)[0] != (uint8_t)kind)
-			break;
-		if (v.mv_size == 8 && (rc = fn(arg, (const char *)k.mv_data + 1,
-		    k.mv_size - 1, get_be64(v.mv_data))) != 0)
-			goto out;
-		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	}
-	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
-out:
-	mdb_cursor_close(c);
-	return rc;
-}
-
-int
 store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char *value, size_t len)
 {
@@ -1045,7 +1287,7 @@ store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	if (!t->write)
 		return KI_EINVAL;
 	t->dirty = 1;
-	return map_rc(mdb_put(t->txn, t->s->tokens, &k, &v, 0));
+	return map_rc(mdb_put(t->txn, t->s->token, &k, &v, 0));
 }
 
 int
@@ -1053,7 +1295,7 @@ store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char **value, size_t *len)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash }, v;
-	int rc = mdb_get(t->txn, t->s->tokens, &k, &v);
+	int rc = mdb_get(t->txn, t->s->token, &k, &v);
 
 	if (rc != 0)
 		return map_rc(rc);
@@ -1070,7 +1312,7 @@ store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 	if (!t->write)
 		return KI_EINVAL;
 	t->dirty = 1;
-	return map_rc(mdb_del(t->txn, t->s->tokens, &k, NULL));
+	return map_rc(mdb_del(t->txn, t->s->token, &k, NULL));
 }
 
 int
@@ -1080,7 +1322,7 @@ store_token_list(store_txn *t, store_token_fn fn, void *arg)
 	MDB_val k, v;
 	int rc;
 
-	if ((rc = mdb_cursor_open(t->txn, t->s->tokens, &c)) != 0)
+	if ((rc = mdb_cursor_open(t->txn, t->s->token, &c)) != 0)
 		return map_rc(rc);
 	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	while (rc == 0) {
@@ -1097,7 +1339,7 @@ int
 store_token_count(store_txn *t, uint64_t *out)
 {
 	MDB_stat st;
-	int rc = mdb_stat(t->txn, t->s->tokens, &st);
+	int rc = mdb_stat(t->txn, t->s->token, &st);
 
 	*out = rc == 0 ? st.ms_entries : 0;
 	return map_rc(rc);
@@ -1107,4 +1349,126 @@ int
 store_backup_fd(store *s, int fd)
 {
 	return map_rc(mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT));
+}
+
+/* ---- format 2 -> 3 ---- */
+
+#define CONVERT_BATCH 20000
+
+/* Rewrites a format-2 store's objects into the format-3 tables, in
+ * batches of CONVERT_BATCH transactions' worth, then drops the old tables
+ * and marks the store format 3, in one last transaction. The history of
+ * events does not carry over (a watch from before the conversion gets
+ * 410 Expired and lists again), nor does the old label index (rebuilt from
+ * the records); tokens do. */
+static int
+convert_v2(store *s)
+{
+	static const char *const old_names[] = { "objects", "names", "digests",
+		"natkeys", "refs", "events", "labels", "facets", "tokens" };
+	store_txn t;
+	MDB_dbi old, dbi;
+	MDB_cursor *c = NULL;
+	MDB_val k, v;
+	uint8_t kb[8];
+	uint64_t next = 0;
+	int rc, done = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	t.write = 1;
+	/* Start from empty format-3 tables: a crash mid-way left some. */
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &t.txn)) != 0)
+		return map_rc(rc);
+	if ((rc = mdb_drop(t.txn, s->obj, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->name, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->digest, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->natkey, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->ref, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->label, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->event, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->version, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->facet, 0)) != 0 ||
+	    (rc = mdb_txn_commit(t.txn)) != 0)
+		goto fail;
+	t.txn = NULL;
+	while (!done) {
+		size_t n = 0;
+
+		if ((rc = mdb_txn_begin(s->env, NULL, 0, &t.txn)) != 0 ||
+		    (rc = mdb_dbi_open(t.txn, "objects", 0, &old)) != 0 ||
+		    (rc = mdb_cursor_open(t.txn, old, &c)) != 0)
+			goto fail;
+		put_be64(kb, next);
+		k.mv_size = 8;
+		k.mv_data = kb;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		for (; rc == 0 && n < CONVERT_BATCH; n++) {
+			store_obj o;
+			uint8_t nb[1 + STORE_MAX_NAME], ib[8];
+			MDB_val nk, iv = { 8, ib }, ik = { 8, ib }, rv8;
+
+			if (k.mv_size != 8 ||
+			    rec_decode(v.mv_data, v.mv_size, &o) != KI_OK) {
+				rc = KI_ESTORE;
+				goto fail;
+			}
+			next = get_be64(k.mv_data) + 1;
+			o.seq = store_id(o.kind, get_be64(k.mv_data));
+			put_be64(ib, o.seq);
+			nk = kind_key(nb, o.kind, o.name, o.name_len);
+			if ((rc = mdb_put(t.txn, s->name, &nk, &iv, 0)) != 0)
+				goto fail;
+			rv8.mv_size = rec_size(&o);
+			if ((rc = mdb_put(t.txn, s->obj, &ik, &rv8, MDB_RESERVE)) != 0)
+				goto fail;
+			rec_encode(rv8.mv_data, &o);
+			if ((rc = index_object(&t, &o, 1)) != KI_OK)
+				goto fail;
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			goto fail;
+		done = rc == MDB_NOTFOUND;
+		mdb_cursor_close(c);
+		c = NULL;
+		if (done) {
+			/* Tokens move over; then the old tables go. */
+			if (mdb_dbi_open(t.txn, "tokens", 0, &dbi) == 0) {
+				if ((rc = mdb_cursor_open(t.txn, dbi, &c)) != 0)
+					goto fail;
+				rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+				while (rc == 0) {
+					if ((rc = mdb_put(t.txn, s->token, &k, &v, 0)) != 0)
+						goto fail;
+					rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+				}
+				mdb_cursor_close(c);
+				c = NULL;
+				if (rc != MDB_NOTFOUND)
+					goto fail;
+			}
+			for (size_t i = 0; i < sizeof(old_names) / sizeof(*old_names);
+			    i++) {
+				if (mdb_dbi_open(t.txn, old_names[i], 0, &dbi) == 0 &&
+				    (rc = mdb_drop(t.txn, dbi, 1)) != 0)
+					goto fail;
+			}
+			if ((rc = meta_put_u64(t.txn, s->meta, "format", FORMAT)) !=
+			    KI_OK)
+				goto fail;
+		}
+		if ((rc = mdb_txn_commit(t.txn)) != 0) {
+			t.txn = NULL;
+			goto fail;
+		}
+		t.txn = NULL;
+	}
+	return KI_OK;
+fail:
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if (t.txn != NULL)
+		mdb_txn_abort(t.txn);
+	return rc < 0 ? rc : map_rc(rc);
 }

@@ -56,7 +56,10 @@ enum store_event_type {
  * without parsing. */
 typedef struct store_obj {
 	int kind;                        /* small integer, api/kinds.h */
-	uint64_t seq;                    /* internal id, ascending */
+	uint64_t seq;                    /* its id (store_id): the kind in the
+	                                  * top byte, ascending in creation
+	                                  * order within the kind, kept when
+	                                  * the object is replaced */
 	uint64_t rv;                     /* resourceVersion of the last change */
 	uint8_t digest[STORE_DIGEST_LEN];
 	const char *name;
@@ -110,7 +113,8 @@ int store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_obj *out);
 int store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 	store_obj *out);
-int store_get_by_seq(store_txn *t, uint64_t seq, store_obj *out);
+/* By id (store_obj.seq). */
+int store_get_by_seq(store_txn *t, uint64_t id, store_obj *out);
 
 /* Reserves the resourceVersion that the next store_put()/store_delete() in
  * this write transaction will record, so the caller can render it into the
@@ -130,21 +134,42 @@ int store_put(store_txn *t, store_obj *o);
 int store_delete(store_txn *t, int kind, const char *name, size_t len,
 	const store_obj *final);
 
-/* Calls fn for each object of kind in name order, starting after
- * (excluding) the name `after` (NULL or empty: from the start), until fn
- * returns non-zero (that value is returned) or the kind ends (0). */
+/* An object's id: kind in the top byte, a store-wide sequence (creation
+ * order) below. */
+uint64_t store_id(int kind, uint64_t seq);
+int store_id_kind(uint64_t id);
+
+/* Calls fn for each object of kind in id (creation) order, starting after
+ * (excluding) the id `after` (0: from the start), until fn returns
+ * non-zero (that value is returned) or the kind ends (0). A range read of
+ * the object table: a page costs the same wherever it starts. */
 typedef int (*store_each_fn)(void *arg, const store_obj *o);
-int store_list(store_txn *t, int kind, const char *after, size_t after_len,
-	store_each_fn fn, void *arg);
-/* Number of objects of kind. */
+int store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+	void *arg);
+/* Number of objects of kind (a scan: for tests and tools). */
 int store_count(store_txn *t, int kind, uint64_t *out);
 
-/* Like store_list(), over the objects of kind carrying the label
- * key=value (an index range, not a scan). KI_EINVAL when the pair is too
+/* One index entry a list may be driven by: a label pair (key and value,
+ * digest NULL) or the objects referencing a digest (digest set). */
+typedef struct store_alt {
+	const char *key, *value;
+	const uint8_t *digest;
+} store_alt;
+/* A requirement: an object satisfies it when it has any of the alts. */
+typedef struct store_term {
+	const store_alt *alts;
+	size_t nalts;
+} store_term;
+
+/* Like store_list(), over the objects of kind that satisfy every term,
+ * found by intersecting the terms' posting lists (each in id order), not
+ * by a scan. nterms 0 is store_list(). KI_EINVAL when a label pair is too
  * long to be indexed (see store_obj.labels). */
+int store_list_index(store_txn *t, int kind, const store_term *terms,
+	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
+/* store_list_index() with one label pair. */
 int store_list_label(store_txn *t, int kind, const char *key,
-	const char *value, const char *after, size_t after_len,
-	store_each_fn fn, void *arg);
+	const char *value, uint64_t after, store_each_fn fn, void *arg);
 
 /* Calls fn for each facet of kind with its object count (> 0), in byte
  * order of the facet text, until fn returns non-zero. */

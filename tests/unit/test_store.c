@@ -141,6 +141,7 @@ test_abort_discards(void)
 
 typedef struct names {
 	char got[16][16];
+	uint64_t ids[16];
 	int n;
 } names;
 
@@ -151,6 +152,7 @@ collect(void *arg, const store_obj *o)
 
 	if (a->n >= 16)
 		return 1;
+	a->ids[a->n] = o->seq;
 	snprintf(a->got[a->n++], 16, "%.*s", (int)o->name_len, o->name);
 	return 0;
 }
@@ -184,16 +186,29 @@ test_list_and_delete(void)
 
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	memset(&a, 0, sizeof(a));
-	CU_ASSERT_EQUAL(store_list(t, 1, NULL, 0, collect, &a), KI_OK);
+	/* Creation order, one kind only. */
+	CU_ASSERT_EQUAL(store_list(t, 1, 0, collect, &a), KI_OK);
 	CU_ASSERT_EQUAL(a.n, 3);
-	CU_ASSERT_STRING_EQUAL(a.got[0], "a");
-	CU_ASSERT_STRING_EQUAL(a.got[2], "c");
+	CU_ASSERT_STRING_EQUAL(a.got[0], "c");
+	CU_ASSERT_STRING_EQUAL(a.got[1], "a");
+	CU_ASSERT_STRING_EQUAL(a.got[2], "b");
+	CU_ASSERT(a.ids[0] < a.ids[1] && a.ids[1] < a.ids[2]);
+	CU_ASSERT_EQUAL(store_id_kind(a.ids[0]), 1);
+	{
+		uint64_t after = a.ids[0];
+
+		memset(&a, 0, sizeof(a));
+		CU_ASSERT_EQUAL(store_list(t, 1, after, collect, &a), KI_OK);
+		CU_ASSERT_EQUAL(a.n, 2);
+		CU_ASSERT_STRING_EQUAL(a.got[0], "a");
+		/* An id of another kind starts nothing of this one. */
+		memset(&a, 0, sizeof(a));
+		CU_ASSERT_EQUAL(store_list(t, 2, after, collect, &a), KI_OK);
+		CU_ASSERT_EQUAL(a.n, 1);
+		CU_ASSERT_STRING_EQUAL(a.got[0], "a");
+	}
 	memset(&a, 0, sizeof(a));
-	CU_ASSERT_EQUAL(store_list(t, 1, "a", 1, collect, &a), KI_OK);
-	CU_ASSERT_EQUAL(a.n, 2);
-	CU_ASSERT_STRING_EQUAL(a.got[0], "b");
-	memset(&a, 0, sizeof(a));
-	CU_ASSERT_EQUAL(store_list(t, 1, NULL, 0, stop_after_two, &a), 42);
+	CU_ASSERT_EQUAL(store_list(t, 1, 0, stop_after_two, &a), 42);
 	CU_ASSERT_EQUAL(a.n, 2);
 	CU_ASSERT_EQUAL(store_count(t, 2, &count), KI_OK);
 	CU_ASSERT_EQUAL(count, 1);
@@ -387,6 +402,187 @@ test_map_grows(void)
 	free(dir);
 }
 
+/* Puts kind-1 name with labels (a "k\0v\0" blob) and one ref. */
+static int
+put_labeled(store_txn *t, const char *name, const char *labels,
+	size_t labels_len, const uint8_t *ref, const char *body)
+{
+	store_obj o;
+
+	memset(&o, 0, sizeof(o));
+	o.kind = 1;
+	o.rv = store_next_rv(t);
+	memset(o.digest, 0, sizeof(o.digest));
+	memcpy(o.digest, name, strlen(name) < 32 ? strlen(name) : 32);
+	o.digest[31] = (uint8_t)body[0];
+	o.name = name;
+	o.name_len = strlen(name);
+	o.refs = ref;
+	o.nrefs = ref != NULL;
+	o.labels = labels;
+	o.labels_len = labels_len;
+	o.json = body;
+	o.json_len = strlen(body);
+	return store_put(t, &o);
+}
+
+#define L(s) s, sizeof(s) - 1
+
+static void
+test_index_queries(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	names a;
+	uint8_t r1[32], r2[32];
+	store_alt gpu_a = { "gpu", "a100", NULL }, gpu_h = { "gpu", "h100", NULL };
+	store_alt kern_e = { "kernel", "emb", NULL }, ref1 = { NULL, NULL, r1 };
+	store_alt either[2] = { { "gpu", "a100", NULL }, { "gpu", "h100", NULL } };
+	store_term t_a = { &gpu_a, 1 }, t_e = { &kern_e, 1 }, t_r = { &ref1, 1 };
+	store_term both[2], any = { either, 2 };
+
+	(void)gpu_h;
+	memset(r1, 0x51, sizeof(r1));
+	memset(r2, 0x52, sizeof(r2));
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x1", L("gpu\0a100\0kernel\0emb\0"), r1,
+	    "{1}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x2", L("gpu\0h100\0kernel\0emb\0"), r2,
+	    "{2}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x3", L("gpu\0a100\0kernel\0rms\0"), r1,
+	    "{3}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x4", L("gpu\0a100\0kernel\0emb\0"), r2,
+	    "{4}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x5", L("gpu\0b200\0kernel\0emb\0"), r1,
+	    "{5}"), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list_index(t, 1, &t_a, 1, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 3);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "x1");
+	CU_ASSERT_STRING_EQUAL(a.got[1], "x3");
+	CU_ASSERT_STRING_EQUAL(a.got[2], "x4");
+	/* Intersection of two postings. */
+	both[0] = t_a;
+	both[1] = t_e;
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list_index(t, 1, both, 2, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 2);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "x1");
+	CU_ASSERT_STRING_EQUAL(a.got[1], "x4");
+	/* Resuming after x1 skips it without a scan. */
+	{
+		uint64_t after = a.ids[0];
+
+		memset(&a, 0, sizeof(a));
+		CU_ASSERT_EQUAL(store_list_index(t, 1, both, 2, after, collect, &a),
+		    KI_OK);
+		CU_ASSERT_EQUAL(a.n, 1);
+		CU_ASSERT_STRING_EQUAL(a.got[0], "x4");
+	}
+	/* A union (gpu in (a100,h100)) with a reference. */
+	both[0] = any;
+	both[1] = t_r;
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list_index(t, 1, both, 2, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 2);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "x1");
+	CU_ASSERT_STRING_EQUAL(a.got[1], "x3");
+	/* Another kind has none of them. */
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list_index(t, 2, &t_a, 1, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 0);
+	store_abort(t);
+
+	/* Relabel x1 and delete x4: their postings follow. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "x1", L("gpu\0h100\0kernel\0emb\0"), r1,
+	    "{1}"), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "x4", 2, &fin), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_list_index(t, 1, &t_a, 1, 0, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL(a.n, 1);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "x3");
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+typedef struct states {
+	char json[8][16];
+	int types[8];
+	int n;
+} states;
+
+static int
+on_state(void *arg, int type, const store_obj *o)
+{
+	states *e = arg;
+
+	if (e->n < 8) {
+		e->types[e->n] = type;
+		snprintf(e->json[e->n++], 16, "%.*s", (int)o->json_len, o->json);
+	}
+	return 0;
+}
+
+/* Each event shows the object as that event left it, though the current
+ * record has moved on or is gone. */
+static void
+test_event_states(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	states e;
+	store_obj gone = { .json = "{del}", .json_len = 5 };
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "v", NULL, 0, NULL, "{one}"), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "v", NULL, 0, NULL, "{two}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "v", NULL, 0, NULL, "{three}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "w", NULL, 0, NULL, "{w}"), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "v", 1, &gone), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 0, on_state, &e), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(e.n, 5);
+	CU_ASSERT_STRING_EQUAL(e.json[0], "{one}");
+	CU_ASSERT_STRING_EQUAL(e.json[1], "{two}");
+	CU_ASSERT_STRING_EQUAL(e.json[2], "{three}");
+	CU_ASSERT_STRING_EQUAL(e.json[3], "{w}");
+	CU_ASSERT_STRING_EQUAL(e.json[4], "{del}");
+	CU_ASSERT_EQUAL(e.types[0], STORE_ADDED);
+	CU_ASSERT_EQUAL(e.types[2], STORE_MODIFIED);
+	CU_ASSERT_EQUAL(e.types[4], STORE_DELETED);
+	store_abort(t);
+	store_close(s);
+	/* The kept states survive a reopen. */
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 1, on_state, &e), KI_OK);
+	CU_ASSERT_EQUAL(e.n, 4);
+	CU_ASSERT_STRING_EQUAL(e.json[0], "{two}");
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 int
 test_store_register(void)
 {
@@ -397,13 +593,17 @@ test_store_register(void)
 	        test_put_get) == NULL ||
 	    CU_add_test(s, "abort discards, wrong rv refused",
 	        test_abort_discards) == NULL ||
-	    CU_add_test(s, "list in name order, paging, delete",
+	    CU_add_test(s, "list in creation order, paging, delete",
 	        test_list_and_delete) == NULL ||
 	    CU_add_test(s, "events and back-references", test_events_and_refs) ==
 	        NULL ||
 	    CU_add_test(s, "history is trimmed, old rv is gone",
 	        test_history_trimmed) == NULL ||
 	    CU_add_test(s, "a full map fails cleanly", test_map_full) == NULL ||
+	    CU_add_test(s, "lists driven by index postings: intersection, "
+	        "union, references, resume", test_index_queries) == NULL ||
+	    CU_add_test(s, "each event shows its own state",
+	        test_event_states) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
 	        NULL)
 		return -1;
