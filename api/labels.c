@@ -404,6 +404,47 @@ api_labels_facets(struct json_object *labels, int is_run, ki_buf *out)
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
 
+/* The value of key in a label blob, or "" (as label_of). */
+static const char *
+blob_label(const char *labels, size_t len, const char *key)
+{
+	const char *v = blob_get(labels, len, key);
+
+	return v != NULL ? v : "";
+}
+
+int
+api_store_facets(int kind, const char *labels, size_t len, ki_buf *out)
+{
+	const char *p = labels, *end = labels != NULL ? labels + len : NULL;
+
+	while (p != NULL && p < end) {
+		const char *k = p, *v;
+
+		v = k + strnlen(k, (size_t)(end - k)) + 1;
+		if (v >= end)
+			break;
+		p = v + strnlen(v, (size_t)(end - v)) + 1;
+		ki_buf_puts(out, "l:");
+		ki_buf_puts(out, k);
+		ki_buf_putc(out, '=');
+		ki_buf_append(out, v, strlen(v) + 1);
+	}
+	if (kind == API_RUN) {
+		ki_buf_puts(out, "c:");
+		ki_buf_puts(out, blob_label(labels, len, "kernel"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, blob_label(labels, len, "provider"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, blob_label(labels, len, "gpu"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, blob_label(labels, len, "metric"));
+		ki_buf_putc(out, '\0');
+	}
+	ki_buf_append(out, "n:", 3);
+	return out->oom ? KI_ENOMEM : KI_OK;
+}
+
 size_t
 api_slug(const char *s, char out[64])
 {

@@ -12,6 +12,7 @@
 
 #include "api/auth.h"
 #include "api/commit.h"
+#include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
 #include "lib/log.h"
@@ -82,6 +83,7 @@ token_command(const ki_config *cfg, int argc, char **argv)
 	so.map_size = cfg->map_size;
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
+	so.facets = api_store_facets;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
@@ -148,6 +150,7 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 	so.map_size = cfg->map_size;
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
+	so.facets = api_store_facets;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
@@ -299,6 +302,7 @@ main(int argc, char **argv)
 	so.map_size = cfg.map_size;
 	so.map_max = cfg.map_max;
 	so.history = cfg.history;
+	so.facets = api_store_facets;
 	so.nosync = !cfg.sync;
 	if ((rc = store_open(&st, cfg.data_dir, &so)) != KI_OK) {
 		log_error("cannot open the store in %s: %s", cfg.data_dir,

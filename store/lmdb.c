@@ -18,6 +18,9 @@
  *   version  rv -> record: a state an event names that its object's
  *            current record no longer holds (superseded or deleted), kept
  *            as long as the event is
+ *   aux      id -> u8 nrefs | u16 natkey_len | refs | natural key: kept
+ *            apart from the record so that a run's record (about 3.5 KB
+ *            of JSON) fits one 4 KB page
  *   facet    kind byte + facet text -> u64 count
  *   token    SHA-256 of a token -> its JSON description
  *
@@ -31,7 +34,7 @@
  *
  * A record is a fixed header, then name, natural key, refs and the JSON:
  *   0 u32 magic | 4 u8 kind | 5 u8 nrefs | 6 u16 name_len | 8 u16 natkey_len
- *   10 u16 0 | 12 u32 json_len | 16 u64 id | 24 u64 rv | 32 digest[32]
+ *   10 u16 flags (1: natkey and refs are in aux) | 12 u32 json_len | 16 u64 id | 24 u64 rv | 32 digest[32]
  *   64 u32 meta_off, meta_len, spec_off, spec_len, status_off, status_len
  *   88 u32 labels_len, facets_len
  *   96 name | natkey | refs | labels | facets | json
@@ -55,6 +58,7 @@
 
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
+#define REC_AUX 1   /* natural key and refs live in the aux table */
 #define FORMAT 3
 #define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
 
@@ -64,10 +68,11 @@ struct store {
 	 * exclusively (LMDB resizes only with no transaction active). */
 	pthread_rwlock_t resize;
 	uint64_t map_max;
-	MDB_dbi meta, obj, name, digest, natkey, ref, label, event, version,
+	MDB_dbi meta, obj, aux, name, digest, natkey, ref, label, event, version,
 	    facet, token;
 	uint64_t history;
 	int nosync;
+	store_facets_fn facets;
 };
 
 struct store_txn {
@@ -155,13 +160,14 @@ meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t val)
 
 /* ---- records ---- */
 
-/* Decodes a record (borrowed memory) into o. */
+/* Decodes a record (borrowed memory) into o; *flags gets its REC_*
+ * flags (NULL: the record must carry everything). */
 static int
-rec_decode(const void *data, size_t size, store_obj *o)
+rec_decode_flags(const void *data, size_t size, store_obj *o, int *flags)
 {
 	const uint8_t *p = data;
 	uint32_t magic, json_len, offs[6], lf[2];
-	uint16_t name_len, natkey_len;
+	uint16_t name_len, natkey_len, fl;
 	size_t need;
 
 	if (size < REC_HDR)
@@ -174,6 +180,11 @@ rec_decode(const void *data, size_t size, store_obj *o)
 	o->nrefs = p[5];
 	memcpy(&name_len, p + 6, 2);
 	memcpy(&natkey_len, p + 8, 2);
+	memcpy(&fl, p + 10, 2);
+	if (flags != NULL)
+		*flags = fl;
+	else if (fl != 0)
+		return KI_ESTORE;
 	memcpy(&json_len, p + 12, 4);
 	memcpy(&o->seq, p + 16, 8);
 	memcpy(&o->rv, p + 24, 8);
@@ -214,6 +225,12 @@ rec_decode(const void *data, size_t size, store_obj *o)
 	return KI_OK;
 }
 
+static int
+rec_decode(const void *data, size_t size, store_obj *o)
+{
+	return rec_decode_flags(data, size, o, NULL);
+}
+
 static size_t
 rec_size(const store_obj *o)
 {
@@ -223,7 +240,7 @@ rec_size(const store_obj *o)
 }
 
 static void
-rec_encode(uint8_t *p, const store_obj *o)
+rec_encode_flags(uint8_t *p, const store_obj *o, uint16_t flags)
 {
 	uint32_t magic = REC_MAGIC, json_len = (uint32_t)o->json_len;
 	uint16_t name_len = (uint16_t)o->name_len;
@@ -238,6 +255,7 @@ rec_encode(uint8_t *p, const store_obj *o)
 	p[5] = (uint8_t)o->nrefs;
 	memcpy(p + 6, &name_len, 2);
 	memcpy(p + 8, &natkey_len, 2);
+	memcpy(p + 10, &flags, 2);
 	memcpy(p + 12, &json_len, 4);
 	memcpy(p + 16, &o->seq, 8);
 	memcpy(p + 24, &o->rv, 8);
@@ -260,6 +278,12 @@ rec_encode(uint8_t *p, const store_obj *o)
 		memcpy(p, o->facets, o->facets_len);
 	p += o->facets_len;
 	memcpy(p, o->json, o->json_len);
+}
+
+static void
+rec_encode(uint8_t *p, const store_obj *o)
+{
+	rec_encode_flags(p, o, 0);
 }
 
 /* Builds kind byte + bytes into buf (at least 1 + STORE_MAX_NATKEY). */
@@ -300,6 +324,7 @@ open_tables(MDB_txn *txn, store *s)
 
 	if ((rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &s->meta)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "obj", MDB_CREATE, &s->obj)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "aux", MDB_CREATE, &s->aux)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "name", MDB_CREATE, &s->name)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "digest", MDB_CREATE, &s->digest)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "natkey", MDB_CREATE, &s->natkey)) != 0 ||
@@ -334,6 +359,7 @@ store_open(store **out, const char *dir, const store_options *opt)
 		return KI_ENOMEM;
 	s->history = opt->history ? opt->history : 100000;
 	s->nosync = opt->nosync;
+	s->facets = opt->facets;
 	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
 	{
 		pthread_rwlockattr_t a;
@@ -570,6 +596,75 @@ id_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *id)
 	return KI_OK;
 }
 
+/* Decodes an object-table record into o, attaching its natural key and
+ * refs from the aux table when it keeps them there (borrowed, valid until
+ * the transaction ends or writes). */
+static int
+obj_decode(store_txn *t, const void *data, size_t size, store_obj *o)
+{
+	uint8_t kb[8];
+	MDB_val k = { 8, kb }, v;
+	const uint8_t *a;
+	uint16_t nl;
+	int flags, rc;
+
+	if ((rc = rec_decode_flags(data, size, o, &flags)) != KI_OK)
+		return rc;
+	if (!(flags & REC_AUX))
+		return KI_OK;
+	put_be64(kb, o->seq);
+	if ((rc = mdb_get(t->txn, t->s->aux, &k, &v)) != 0)
+		return rc == MDB_NOTFOUND ? KI_ESTORE : map_rc(rc);
+	a = v.mv_data;
+	if (v.mv_size < 3)
+		return KI_ESTORE;
+	memcpy(&nl, a + 1, 2);
+	if (v.mv_size != 3 + (size_t)a[0] * STORE_DIGEST_LEN + nl)
+		return KI_ESTORE;
+	o->nrefs = a[0];
+	o->refs = o->nrefs ? a + 3 : NULL;
+	o->natkey_len = nl;
+	o->natkey = nl ? (const char *)a + 3 + o->nrefs * STORE_DIGEST_LEN : NULL;
+	return KI_OK;
+}
+
+/* Writes o (o->seq set) as the record of its id: the record without its
+ * natural key and refs, and those in the aux table. */
+static int
+write_record(store_txn *t, const store_obj *o)
+{
+	uint8_t kb[8], *a;
+	MDB_val k = { 8, kb }, v;
+	store_obj rec = *o;
+	uint16_t nl = (uint16_t)o->natkey_len;
+	int rc;
+
+	put_be64(kb, o->seq);
+	rec.natkey = NULL;
+	rec.natkey_len = 0;
+	rec.refs = NULL;
+	rec.nrefs = 0;
+	if (t->s->facets != NULL) {
+		rec.facets = NULL;   /* recomputed from the labels when needed */
+		rec.facets_len = 0;
+	}
+	v.mv_size = rec_size(&rec);
+	if ((rc = mdb_put(t->txn, t->s->obj, &k, &v, MDB_RESERVE)) != 0)
+		return map_rc(rc);
+	rec_encode_flags(v.mv_data, &rec, REC_AUX);
+	v.mv_size = 3 + o->nrefs * STORE_DIGEST_LEN + o->natkey_len;
+	if ((rc = mdb_put(t->txn, t->s->aux, &k, &v, MDB_RESERVE)) != 0)
+		return map_rc(rc);
+	a = v.mv_data;
+	a[0] = (uint8_t)o->nrefs;
+	memcpy(a + 1, &nl, 2);
+	if (o->nrefs)
+		memcpy(a + 3, o->refs, o->nrefs * STORE_DIGEST_LEN);
+	if (o->natkey_len)
+		memcpy(a + 3 + o->nrefs * STORE_DIGEST_LEN, o->natkey, o->natkey_len);
+	return KI_OK;
+}
+
 int
 store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 {
@@ -580,7 +675,7 @@ store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 	put_be64(kb, id);
 	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
 		return map_rc(rc);
-	return rec_decode(v.mv_data, v.mv_size, out);
+	return obj_decode(t, v.mv_data, v.mv_size, out);
 }
 
 int
@@ -639,6 +734,7 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 	uint8_t kb[2 + STORE_MAX_INDEXED + STORE_MAX_NATKEY], ib[8], cb[8];
 	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
 	    NULL;
+	ki_buf fb;
 	MDB_val k, v;
 	int rc;
 
@@ -665,8 +761,16 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		if (rc != 0 && rc != MDB_NOTFOUND && rc != MDB_KEYEXIST)
 			return map_rc(rc);
 	}
+	ki_buf_init(&fb);
 	p = o->facets;
 	end = o->facets ? o->facets + o->facets_len : NULL;
+	if (o->facets_len == 0 && t->s->facets != NULL) {
+		if ((rc = t->s->facets(o->kind, o->labels, o->labels_len, &fb)) !=
+		    KI_OK)
+			goto out;
+		p = fb.data;
+		end = fb.data ? fb.data + fb.len : NULL;
+	}
 	while (p != NULL && p < end) {
 		size_t flen = strnlen(p, (size_t)(end - p));
 		uint64_t count = 0;
@@ -680,7 +784,7 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		if (rc == 0 && v.mv_size == 8)
 			count = get_be64(v.mv_data);
 		else if (rc != 0 && rc != MDB_NOTFOUND)
-			return map_rc(rc);
+			goto fail;
 		if (dir > 0)
 			count++;
 		else if (count > 0)
@@ -694,10 +798,16 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 			rc = mdb_put(t->txn, t->s->facet, &k, &v, 0);
 		}
 		if (rc != 0 && rc != MDB_NOTFOUND)
-			return map_rc(rc);
+			goto fail;
 		p += flen + 1;
 	}
-	return KI_OK;
+	rc = KI_OK;
+	goto out;
+fail:
+	rc = map_rc(rc);
+out:
+	ki_buf_free(&fb);
+	return rc;
 }
 
 /* Adds (dir 1) or removes (dir -1) the digest, natural-key, reference and
@@ -753,19 +863,23 @@ index_object(store_txn *t, const store_obj *o, int dir)
 	return index_labels(t, o, dir);
 }
 
-/* Keeps the record rec (of size n) under version rv while the event rv is
- * kept: its object's current record is about to stop holding it. */
+/* Keeps o, whole, as version rv while the event rv is kept: its object's
+ * current record is about to stop holding that state. */
 static int
-keep_version(store_txn *t, uint64_t rv, const void *rec, size_t n,
-	uint64_t now_rv)
+keep_version(store_txn *t, uint64_t rv, const store_obj *o, uint64_t now_rv)
 {
 	uint8_t kb[8];
-	MDB_val k = { 8, kb }, v = { n, (void *)(uintptr_t)rec };
+	MDB_val k = { 8, kb }, v;
+	int rc;
 
 	if (rv + t->s->history <= now_rv)
 		return KI_OK;   /* its event is trimmed by now */
 	put_be64(kb, rv);
-	return map_rc(mdb_put(t->txn, t->s->version, &k, &v, 0));
+	v.mv_size = rec_size(o);
+	if ((rc = mdb_put(t->txn, t->s->version, &k, &v, MDB_RESERVE)) != 0)
+		return map_rc(rc);
+	rec_encode(v.mv_data, o);
+	return KI_OK;
 }
 
 /* Appends the event rv -> type + id and trims the history to its bound
@@ -805,35 +919,31 @@ put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
 	return rc == 0 || rc == MDB_NOTFOUND ? KI_OK : map_rc(rc);
 }
 
-/* Copies the current record of id into *copy (caller frees) and decodes
- * it into old, which then points into the copy: later writes in the
- * transaction may move the pages a borrowed record lives on. */
+/* Copies the current state of id, whole, into *copy (caller frees) and
+ * decodes it into old, which then points into the copy: later writes in
+ * the transaction may move the pages a borrowed record lives on. */
 static int
-load_copy(store_txn *t, uint64_t id, void **copy, size_t *n, store_obj *old)
+load_copy(store_txn *t, uint64_t id, void **copy, store_obj *old)
 {
-	uint8_t kb[8];
-	MDB_val k = { 8, kb }, v;
+	store_obj cur;
 	int rc;
 
 	*copy = NULL;
-	put_be64(kb, id);
-	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
-		return map_rc(rc);
-	if ((*copy = malloc(v.mv_size)) == NULL)
+	if ((rc = store_get_by_seq(t, id, &cur)) != KI_OK)
+		return rc;
+	if ((*copy = malloc(rec_size(&cur))) == NULL)
 		return KI_ENOMEM;
-	memcpy(*copy, v.mv_data, v.mv_size);
-	*n = v.mv_size;
-	return rec_decode(*copy, *n, old);
+	rec_encode(*copy, &cur);
+	return rec_decode(*copy, rec_size(&cur), old);
 }
 
 int
 store_put(store_txn *t, store_obj *o)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
-	MDB_val k, v, ik = { 8, ib };
+	MDB_val k, v;
 	store_obj old;
 	void *copy = NULL;
-	size_t copy_len = 0;
 	uint64_t id, last;
 	int rc, exists;
 
@@ -849,9 +959,9 @@ store_put(store_txn *t, store_obj *o)
 		return rc;
 	exists = rc == KI_OK;
 	if (exists) {
-		if ((rc = load_copy(t, id, &copy, &copy_len, &old)) != KI_OK ||
+		if ((rc = load_copy(t, id, &copy, &old)) != KI_OK ||
 		    (rc = index_object(t, &old, -1)) != KI_OK ||
-		    (rc = keep_version(t, old.rv, copy, copy_len, o->rv)) != KI_OK)
+		    (rc = keep_version(t, old.rv, &old, o->rv)) != KI_OK)
 			goto out;
 	} else {
 		if ((rc = meta_get_u64(t->txn, t->s->meta, "seq", &last)) != KI_OK)
@@ -867,12 +977,8 @@ store_put(store_txn *t, store_obj *o)
 			goto out;
 	}
 	o->seq = id;
-	put_be64(ib, id);
-	v.mv_size = rec_size(o);
-	if ((rc = map_rc(mdb_put(t->txn, t->s->obj, &ik, &v, MDB_RESERVE))) !=
-	    KI_OK)
+	if ((rc = write_record(t, o)) != KI_OK)
 		goto out;
-	rec_encode(v.mv_data, o);
 	if ((rc = index_object(t, o, 1)) != KI_OK ||
 	    (rc = put_event(t, exists ? STORE_MODIFIED : STORE_ADDED, o->rv,
 	    id)) != KI_OK)
@@ -891,8 +997,7 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
 	MDB_val k, ik = { 8, ib };
 	store_obj old, ev;
-	void *copy = NULL, *rec = NULL;
-	size_t copy_len = 0;
+	void *copy = NULL;
 	uint64_t id, rv = t->rv + 1;
 	int rc;
 
@@ -901,7 +1006,7 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	k = kind_key(kb, kind, name, len);
 	if ((rc = id_lookup(t, t->s->name, &k, &id)) != KI_OK)
 		return rc;
-	if ((rc = load_copy(t, id, &copy, &copy_len, &old)) != KI_OK)
+	if ((rc = load_copy(t, id, &copy, &old)) != KI_OK)
 		goto out;
 	/* The event names the final state, kept as a version. */
 	ev = old;
@@ -914,13 +1019,8 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	ev.spec_len = final->spec_len;
 	ev.status_off = final->status_off;
 	ev.status_len = final->status_len;
-	if ((rec = malloc(rec_size(&ev))) == NULL) {
-		rc = KI_ENOMEM;
-		goto out;
-	}
-	rec_encode(rec, &ev);
-	if ((rc = keep_version(t, old.rv, copy, copy_len, rv)) != KI_OK ||
-	    (rc = keep_version(t, rv, rec, rec_size(&ev), rv)) != KI_OK ||
+	if ((rc = keep_version(t, old.rv, &old, rv)) != KI_OK ||
+	    (rc = keep_version(t, rv, &ev, rv)) != KI_OK ||
 	    (rc = put_event(t, STORE_DELETED, rv, id)) != KI_OK ||
 	    (rc = index_object(t, &old, -1)) != KI_OK)
 		goto out;
@@ -929,10 +1029,13 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	put_be64(ib, id);
 	if ((rc = map_rc(mdb_del(t->txn, t->s->obj, &ik, NULL))) != KI_OK)
 		goto out;
+	rc = map_rc(mdb_del(t->txn, t->s->aux, &ik, NULL));
+	if (rc != KI_OK && rc != KI_ENOTFOUND)
+		goto out;
+	rc = KI_OK;
 	t->rv = rv;
 	t->dirty = 1;
 out:
-	free(rec);
 	free(copy);
 	return rc;
 }
@@ -960,7 +1063,7 @@ store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	while (rc == 0) {
 		if (k.mv_size != 8 || store_id_kind(get_be64(k.mv_data)) != kind)
 			break;
-		if ((rc = rec_decode(v.mv_data, v.mv_size, &o)) != KI_OK)
+		if ((rc = obj_decode(t, v.mv_data, v.mv_size, &o)) != KI_OK)
 			goto out;
 		if ((rc = fn(arg, &o)) != 0)
 			goto out;
@@ -1406,7 +1509,7 @@ convert_v2(store *s)
 		for (; rc == 0 && n < CONVERT_BATCH; n++) {
 			store_obj o;
 			uint8_t nb[1 + STORE_MAX_NAME], ib[8];
-			MDB_val nk, iv = { 8, ib }, ik = { 8, ib }, rv8;
+			MDB_val nk, iv = { 8, ib };
 
 			if (k.mv_size != 8 ||
 			    rec_decode(v.mv_data, v.mv_size, &o) != KI_OK) {
@@ -1419,11 +1522,8 @@ convert_v2(store *s)
 			nk = kind_key(nb, o.kind, o.name, o.name_len);
 			if ((rc = mdb_put(t.txn, s->name, &nk, &iv, 0)) != 0)
 				goto fail;
-			rv8.mv_size = rec_size(&o);
-			if ((rc = mdb_put(t.txn, s->obj, &ik, &rv8, MDB_RESERVE)) != 0)
-				goto fail;
-			rec_encode(rv8.mv_data, &o);
-			if ((rc = index_object(&t, &o, 1)) != KI_OK)
+			if ((rc = write_record(&t, &o)) != KI_OK ||
+			    (rc = index_object(&t, &o, 1)) != KI_OK)
 				goto fail;
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 		}

@@ -36,11 +36,20 @@
 typedef struct store store;
 typedef struct store_txn store_txn;
 
+/* Appends the facets of an object of kind with the label blob labels
+ * ("text\0" strings, see store_obj.facets) to out. */
+typedef int (*store_facets_fn)(int kind, const char *labels,
+	size_t labels_len, ki_buf *out);
+
 typedef struct store_options {
 	uint64_t map_size;     /* bytes of address space for the map */
 	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
 	uint64_t history;      /* events kept for watch and resume */
 	int nosync;            /* tests only: skip fsync at commit */
+	/* When set, records do not carry their facets (they are a function
+	 * of kind and labels): the store computes them when it unindexes an
+	 * object, which keeps most records within one page. */
+	store_facets_fn facets;
 } store_options;
 
 enum store_event_type {

@@ -9,6 +9,7 @@
 
 #include "api/object.h"
 #include "api/schema.h"
+#include "api/labels.h"
 #include "api/service.h"
 #include "tests/unit/tests.h"
 
@@ -31,6 +32,7 @@ setup(void)
 	memset(&o, 0, sizeof(o));
 	o.map_size = 64u << 20;
 	o.nosync = 1;
+	o.facets = api_store_facets;
 	if ((dir = tests_tmpdir()) == NULL || store_open(&st, dir, &o) != KI_OK)
 		return -1;
 	memset(&ctx, 0, sizeof(ctx));
