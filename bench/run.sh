@@ -11,8 +11,7 @@
 #                    daemon in build/release); KI_CLI the kernelindex CLI
 #                    (default: next to KI_DAEMON)
 #   KI_SHARED_DIR    where seed/ and data/liger/ are (default: ../shared)
-#   KI_BENCH_RUNS    runs in the large list store (default 1000000)
-#   KI_BENCH_LOAD_S  seconds the large store may take to load (default 200)
+#   KI_BENCH_RUNS    runs in the large list store (default 10000000)
 #   KI_BENCH_OUT     the results file (default bench/results.md)
 #   KI_BENCH_KEEP=1  keep the temporary directory
 #   KI_BENCH_QUICK=1 one short run of everything, to check the suite itself
@@ -28,8 +27,7 @@ TOP=$(cd "$HERE/.." && pwd)
 SHARED=${KI_SHARED_DIR:-$TOP/../shared}
 SEED=$SHARED/seed/embedding-full-huggingface-a100.json
 CSV=$SHARED/data/liger/all_benchmark_data.csv
-TARGET_RUNS=${KI_BENCH_RUNS:-1000000}
-LOAD_S=${KI_BENCH_LOAD_S:-200}
+TARGET_RUNS=${KI_BENCH_RUNS:-10000000}
 OUTFILE=${KI_BENCH_OUT:-$HERE/results.md}
 API=/apis/kernelindex.dev/v1alpha1
 REPS=3            # runs of each measurement; the table shows the median
@@ -40,7 +38,7 @@ WATCH_D=6         # seconds of writing in each watch round
 WATCH_RATE=1000   # runs/s offered while watchers listen
 if [ "${KI_BENCH_QUICK:-0}" = 1 ]; then
 	REPS=1 GET_D=2 LAT_D=1 LIST_D=1 WATCH_D=2
-	TARGET_RUNS=${KI_BENCH_RUNS:-20000} LOAD_S=${KI_BENCH_LOAD_S:-30}
+	TARGET_RUNS=${KI_BENCH_RUNS:-20000}
 	OUTFILE=${KI_BENCH_OUT:-/dev/null}
 fi
 
@@ -73,13 +71,15 @@ if [ -z "${KI_DAEMON:-}" ]; then
 	mkdir -p "$TOP/build/release"
 	(cd "$TOP/build/release" &&
 	    { [ -f Makefile ] || ../../configure -q CFLAGS="-O2 -g"; } &&
-	    make -j"$(nproc)" kernelindexd kernelindex >&2) ||
+	    make -j"$(nproc)" kernelindexd kernelindex bench/kernelindex-gen >&2) ||
 	    die "the release build failed"
 	KI_DAEMON=$TOP/build/release/kernelindexd
 fi
 KI_CLI=${KI_CLI:-$(dirname "$KI_DAEMON")/kernelindex}
+GEN=${KI_GEN:-$(dirname "$KI_DAEMON")/bench/kernelindex-gen}
 [ -x "$KI_DAEMON" ] || die "no daemon at $KI_DAEMON"
 [ -x "$KI_CLI" ] || die "no CLI at $KI_CLI"
+[ -x "$GEN" ] || die "no store generator at $GEN"
 [ -r "$SEED" ] && [ -r "$CSV" ] || die "no seed or CSV under $SHARED"
 
 # ---- one temporary directory, every server stopped on exit ----
@@ -456,19 +456,25 @@ list_measure() {
 	total=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/facets.json")
 	emb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["labels"]["kernel"]["embedding"])' "$T/facets.json")
 	info "list_${sc}_runs" "$total"
+	WL=$(curl -sS "$KI/benchmarkruns/$SEED_NAME" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["workloadDigest"])')
+	info "list_${sc}_workload_runs" "$(curl -sS "$KI/benchmarkruns?fieldSelector=spec.workloadDigest%3D$WL&limit=1000" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["items"]), "+" if d["metadata"].get("continue") else "")')"
 	info "list_${sc}_embedding" "$emb"
+	# 90% of the way into the list, but at most page 10,000.
 	off=$((total * 9 / 10 / 100 * 100))
+	[ "$off" -le 999900 ] || off=999900
 	loff=$((emb * 9 / 10 / 100 * 100))
+	[ "$loff" -le 999900 ] || loff=999900
 	tok=$($PY walk "$KI/benchmarkruns" "" "$off")
 	ltok=$($PY walk "$KI/benchmarkruns" "labelSelector=kernel%3Dembedding" \
 	    "$loff")
 	info "list_${sc}_deep_page" "$((off / 100 + 1))"
 	info "list_${sc}_labeldeep_page" "$((loff / 100 + 1))"
 	for i in $(seq $REPS); do
-		for q in label field first deep labeldeep scan; do
+		for q in label field fieldref first deep labeldeep scan; do
 			case $q in
 			label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
 			field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
+			fieldref) url="limit=100&fieldSelector=spec.workloadDigest%3D$WL" ;;
 			first) url="limit=100" ;;
 			deep) url="limit=100&continue=$tok" ;;
 			labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=$ltok" ;;
@@ -497,31 +503,40 @@ stop "$KI_PID"
 start_ki "$LD" --map-size 64G
 rec ready_small_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
 list_measure small
-
-# The large store: as many runs as LOAD_S seconds allow, within half the
-# free disk (at the bytes per run just measured, doubled for safety).
 stop "$KI_PID"
+
+# The large store: kernelindex-gen copies the small store's runs (each copy
+# renamed, its externalId and digest new, everything else as the daemon
+# rendered it; checkgen below compares copies with real uploads), within
+# 3/4 of the free disk at the bytes per run of a 200,000-run store.
 avail=$(df -B1 --output=avail "$T" | tail -1)
-per=$(($(stat -c %s "$LD/data.mdb") / SMALL))
-fit=$((avail / 2 / (2 * per)))
+per=${KI_BENCH_BYTES_PER_RUN:-6200}
+fit=$((avail * 3 / 4 / per))
 LARGE=$TARGET_RUNS
 if [ "$fit" -lt "$LARGE" ]; then
-	note "the disk holds about $fit runs (at $per bytes a run, doubled, in" \
-	    "half of $avail free bytes): aiming for $fit, not $LARGE"
+	note "the disk holds about $fit runs (at $per bytes a run in 3/4 of" \
+	    "$avail free bytes): aiming for $fit, not $LARGE"
 	LARGE=$fit
 fi
 info list_target_runs "$LARGE"
-start_ki "$LD" --sync false --map-size 64G
-out=$($PY load "$KI_PORT" "$T/liger.ndjson" $((SMALL - CSV_ROWS)) \
-    $((LARGE - SMALL)) "$LOAD_S")
-say "  loaded $out"
-loaded=$(printf '%s\n' "$out" | sed -n 's/^loaded=\([0-9]*\).*/\1/p')
-secs=$(printf '%s\n' "$out" | sed -n 's/.*seconds=\([0-9.]*\).*/\1/p')
-rec load_rps "$(awk -v n="$loaded" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')"
-rss load_kernelindexd "$KI_PID"
-stop "$KI_PID"
-start_ki "$LD" --map-size 64G
+t0=$(date +%s%N)
+out=$("$GEN" "$LD" "$LARGE") || die "kernelindex-gen failed: $out"
+t1=$(date +%s%N)
+say "  generated: $out"
+made=$(printf '%s\n' "$out" | sed -n 's/.*made=\([0-9]*\).*/\1/p')
+rec gen_rps "$(awk -v n="$made" -v d=$((t1 - t0)) 'BEGIN {printf "%.0f", n / (d / 1e9)}')"
+# Drop the page cache's copy of the store, so that the open is timed cold.
+sync
+echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || note "page cache not dropped"
+start_ki "$LD" --map-size 256G
 rec ready_large_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
+L_PID=$KI_PID L_KI=$KI L_PORT=$KI_PORT
+start_ki "$T/fresh"
+out=$($PY checkgen "$L_KI" "$KI" "$T/liger.ndjson" "$SMALL" 1) ||
+    die "generated runs differ from uploads: $out"
+say "  generated runs are what uploads make: $out"
+stop "$KI_PID"
+KI_PID=$L_PID KI=$L_KI KI_PORT=$L_PORT
 list_measure large
 stop "$KI_PID"
 rm -rf "$LD"
@@ -580,8 +595,7 @@ fi
 	echo "- machine: $(nproc) CPUs ($MODEL), $MEM, Linux $(uname -r), $OS"
 	echo "- load average when the suite started: $LOAD_AT_START"
 	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "- command: \`bench/run.sh\`" \
-	    "(KI_BENCH_RUNS=$TARGET_RUNS KI_BENCH_LOAD_S=$LOAD_S)"
+	echo "- command: \`bench/run.sh\` (KI_BENCH_RUNS=$TARGET_RUNS)"
 	echo "- kernelindexd: $("$KI_DAEMON" --version 2>&1 | head -1)," \
 	    "source $GIT"
 	echo "- peers: $("$NGINX" -v 2>&1 | sed 's/.*version: //'), etcd" \

@@ -598,9 +598,12 @@ id_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *id)
 
 /* Decodes an object-table record into o, attaching its natural key and
  * refs from the aux table when it keeps them there (borrowed, valid until
- * the transaction ends or writes). */
+ * the transaction ends or writes). aux: a cursor on the aux table to look
+ * them up with (a list walks ids in order, and a positioned cursor finds
+ * the next one without descending from the root), or NULL. */
 static int
-obj_decode(store_txn *t, const void *data, size_t size, store_obj *o)
+obj_decode(store_txn *t, MDB_cursor *aux, const void *data, size_t size,
+	store_obj *o)
 {
 	uint8_t kb[8];
 	MDB_val k = { 8, kb }, v;
@@ -613,7 +616,9 @@ obj_decode(store_txn *t, const void *data, size_t size, store_obj *o)
 	if (!(flags & REC_AUX))
 		return KI_OK;
 	put_be64(kb, o->seq);
-	if ((rc = mdb_get(t->txn, t->s->aux, &k, &v)) != 0)
+	rc = aux != NULL ? mdb_cursor_get(aux, &k, &v, MDB_SET_KEY) :
+	    mdb_get(t->txn, t->s->aux, &k, &v);
+	if (rc != 0)
 		return rc == MDB_NOTFOUND ? KI_ESTORE : map_rc(rc);
 	a = v.mv_data;
 	if (v.mv_size < 3)
@@ -675,7 +680,23 @@ store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 	put_be64(kb, id);
 	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
 		return map_rc(rc);
-	return obj_decode(t, v.mv_data, v.mv_size, out);
+	return obj_decode(t, NULL, v.mv_data, v.mv_size, out);
+}
+
+/* store_get_by_seq() through cursors on the object and aux tables, for a
+ * walk in ascending id order. */
+static int
+get_by_cursor(store_txn *t, MDB_cursor *obj, MDB_cursor *aux, uint64_t id,
+	store_obj *out)
+{
+	uint8_t kb[8];
+	MDB_val k = { 8, kb }, v;
+	int rc;
+
+	put_be64(kb, id);
+	if ((rc = mdb_cursor_get(obj, &k, &v, MDB_SET_KEY)) != 0)
+		return map_rc(rc);
+	return obj_decode(t, aux, v.mv_data, v.mv_size, out);
 }
 
 int
@@ -1047,7 +1068,7 @@ store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	void *arg)
 {
 	uint8_t kb[8];
-	MDB_cursor *c;
+	MDB_cursor *c, *aux = NULL;
 	MDB_val k = { 8, kb }, v;
 	store_obj o;
 	uint64_t start;
@@ -1058,12 +1079,16 @@ store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 		return KI_OK;
 	if ((rc = mdb_cursor_open(t->txn, t->s->obj, &c)) != 0)
 		return map_rc(rc);
+	if ((rc = mdb_cursor_open(t->txn, t->s->aux, &aux)) != 0) {
+		mdb_cursor_close(c);
+		return map_rc(rc);
+	}
 	put_be64(kb, start);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0) {
 		if (k.mv_size != 8 || store_id_kind(get_be64(k.mv_data)) != kind)
 			break;
-		if ((rc = obj_decode(t, v.mv_data, v.mv_size, &o)) != KI_OK)
+		if ((rc = obj_decode(t, aux, v.mv_data, v.mv_size, &o)) != KI_OK)
 			goto out;
 		if ((rc = fn(arg, &o)) != 0)
 			goto out;
@@ -1071,6 +1096,7 @@ store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	}
 	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
 out:
+	mdb_cursor_close(aux);
 	mdb_cursor_close(c);
 	return rc;
 }
@@ -1134,6 +1160,7 @@ store_list_index(store_txn *t, int kind, const store_term *terms,
 {
 	posting *ps = NULL;
 	size_t *first = NULL, np = 0, total = 0;
+	MDB_cursor *obj = NULL, *aux = NULL;
 	store_obj o;
 	uint64_t cand;
 	int rc = KI_OK;
@@ -1179,6 +1206,9 @@ store_list_index(store_txn *t, int kind, const store_term *terms,
 		}
 	}
 	first[nterms] = np;
+	if ((rc = map_rc(mdb_cursor_open(t->txn, t->s->obj, &obj))) != KI_OK ||
+	    (rc = map_rc(mdb_cursor_open(t->txn, t->s->aux, &aux))) != KI_OK)
+		goto out;
 	/* Leapfrog: each term proposes its first id >= the candidate (the
 	 * least over its alternatives); the candidate moves up until every
 	 * term agrees on it. Each step is a seek in a posting list, so a page
@@ -1206,7 +1236,7 @@ store_list_index(store_txn *t, int kind, const store_term *terms,
 			}
 			i = (i + 1) % nterms;
 		}
-		rc = store_get_by_seq(t, cand, &o);
+		rc = get_by_cursor(t, obj, aux, cand, &o);
 		if (rc == KI_OK)
 			rc = fn(arg, &o);
 		else if (rc == KI_ENOTFOUND)
@@ -1216,6 +1246,10 @@ store_list_index(store_txn *t, int kind, const store_term *terms,
 		cand++;
 	}
 out:
+	if (aux != NULL)
+		mdb_cursor_close(aux);
+	if (obj != NULL)
+		mdb_cursor_close(obj);
 	for (size_t j = 0; ps != NULL && j < np; j++)
 		mdb_cursor_close(ps[j].c);
 	free(ps);
