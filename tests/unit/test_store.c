@@ -583,6 +583,67 @@ test_event_states(void)
 	free(dir);
 }
 
+/* A facet per label value, as "v\0". */
+static int
+value_facets(int kind, const char *labels, size_t len, ki_buf *out)
+{
+	const char *p = labels, *end = labels + len;
+
+	(void)kind;
+	while (labels != NULL && p < end) {
+		const char *v = p + strlen(p) + 1;
+
+		ki_buf_append(out, v, strlen(v) + 1);
+		p = v + strlen(v) + 1;
+	}
+	return KI_OK;
+}
+
+static int
+count_facet(void *arg, const char *facet, size_t len, uint64_t count)
+{
+	uint64_t *c = arg;
+
+	if (len == 4 && memcmp(facet, "a100", 4) == 0)
+		c[0] = count;
+	else if (len == 4 && memcmp(facet, "h100", 4) == 0)
+		c[1] = count;
+	return 0;
+}
+
+/* Records without their facets: the store recomputes them when an object
+ * is replaced or deleted, so the counts follow. */
+static void
+test_facets_recomputed(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	uint64_t c[2];
+	store_obj gone = { .json = "{}", .json_len = 2 };
+
+	o.facets = value_facets;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "f1", L("gpu\0a100\0"), NULL, "{1}"), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "f2", L("gpu\0a100\0"), NULL, "{2}"), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(put_labeled(t, "f1", L("gpu\0h100\0"), NULL, "{1}"), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "f2", 2, &gone), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	memset(c, 0, sizeof(c));
+	CU_ASSERT_EQUAL(store_facets(t, 1, count_facet, c), KI_OK);
+	CU_ASSERT_EQUAL(c[0], 0);
+	CU_ASSERT_EQUAL(c[1], 1);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 int
 test_store_register(void)
 {
@@ -604,6 +665,8 @@ test_store_register(void)
 	        "union, references, resume", test_index_queries) == NULL ||
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
+	    CU_add_test(s, "facets recomputed from labels follow replace and "
+	        "delete", test_facets_recomputed) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
 	        NULL)
 		return -1;
