@@ -70,6 +70,44 @@ check_text(const char *text, size_t len, size_t *at)
 	return NULL;
 }
 
+/* Is the double in [2^63, 10^21) in magnitude: written by RFC 8785 as an
+ * integer literal beyond what json-c reads back exactly? */
+static int
+is_inexact(double d)
+{
+	d = fabs(d);
+	return d >= 9223372036854775808.0 && d < 1e21;
+}
+
+/* Does the tree hold an inexact number anywhere? The walk builds no path:
+ * nearly every document has none, and find_inexact names the first. */
+static int
+has_inexact(struct json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_double:
+		return is_inexact(json_object_get_double(v));
+	case json_type_object: {
+		json_object_object_foreach(v, key, val) {
+			(void)key;
+			if (val != NULL && has_inexact(val))
+				return 1;
+		}
+		return 0;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			struct json_object *item = json_object_array_get_idx(v, i);
+
+			if (item != NULL && has_inexact(item))
+				return 1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 /* Finds a number that RFC 8785 would write as an integer literal beyond
  * what json-c reads back exactly (magnitude in [2^63, 10^21)); appends its
  * path to path and returns 1, else 0. */
@@ -79,11 +117,8 @@ find_inexact(struct json_object *v, ki_buf *path)
 	size_t base = path->len;
 
 	switch (json_object_get_type(v)) {
-	case json_type_double: {
-		double d = fabs(json_object_get_double(v));
-
-		return d >= 9223372036854775808.0 && d < 1e21;
-	}
+	case json_type_double:
+		return is_inexact(json_object_get_double(v));
 	case json_type_object: {
 		/* Braced: the foreach macro declares variables. */
 		json_object_object_foreach(v, key, val) {
@@ -236,7 +271,7 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	}
 	if (rc == 0) {
 		ki_buf_reset(&path);
-		if (find_inexact(obj, &path)) {
+		if (has_inexact(obj) && find_inexact(obj, &path)) {
 			api_status_fail(st, 400, "BadRequest", "the body is not "
 			    "accepted: a number at \"%s\" is 2^63 or more in magnitude "
 			    "and below 10^21, which the canonical form would write as an "
@@ -304,6 +339,33 @@ api_ref_spec(store_txn *txn, const uint8_t *d, int kind)
 	if (store_get_by_digest(txn, d, &o) != KI_OK || o.kind != kind)
 		return NULL;
 	return api_json_parse_len(o.json + o.spec_off, o.spec_len);
+}
+
+void
+api_run_refs_load(store_txn *txn, const uint8_t *refs, size_t nrefs,
+	api_run_refs *out)
+{
+	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
+		API_ENVIRONMENT, API_IMPLEMENTATION };
+
+	memset(out, 0, sizeof(*out));
+	if (nrefs != API_NREFS)
+		return;
+	for (int i = 0; i < API_NREFS; i++) {
+		if (i != API_REF_PROTOCOL)
+			out->spec[i] = api_ref_spec(txn, refs + i * API_DIGEST_LEN,
+			    kinds[i]);
+	}
+}
+
+void
+api_run_refs_free(api_run_refs *rr)
+{
+	for (int i = 0; i < API_NREFS; i++) {
+		if (rr->spec[i] != NULL)
+			json_object_put(rr->spec[i]);
+		rr->spec[i] = NULL;
+	}
 }
 
 /* Joins a prefix and a field path: ("run", "spec.x") -> "run.spec.x". */
@@ -709,16 +771,20 @@ api_compute_status(store_txn *txn, const api_kind *k,
 	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
 		API_ENVIRONMENT, API_IMPLEMENTATION };
 	char ds[API_DIGEST_STRLEN + 1];
+	/* Names borrowed from the map: nothing is written before they are
+	 * copied out below. */
+	const char *names[API_NREFS] = { NULL };
+	size_t name_lens[API_NREFS] = { 0 };
 	int resolved[API_NREFS] = { 0 };
 	int nresolved = 0;
-	ki_buf unresolved;
 
 	api_digest_format(digest, ds);
 	if (k->id != API_RUN || nrefs != API_NREFS) {
-		ki_buf_printf(out, "{\"digest\":\"%s\"}", ds);
+		ki_buf_append(out, "{\"digest\":\"", 11);
+		ki_buf_append(out, ds, API_DIGEST_STRLEN);
+		ki_buf_append(out, "\"}", 2);
 		return out->oom ? KI_ENOMEM : KI_OK;
 	}
-	ki_buf_init(&unresolved);
 	ki_buf_puts(out, "{\"conditions\":[{\"lastTransitionTime\":\"");
 	api_format_time(now, out);
 	ki_buf_puts(out, "\",\"message\":");
@@ -729,13 +795,11 @@ api_compute_status(store_txn *txn, const api_kind *k,
 
 		if (rc == KI_OK && o.kind == kinds[i]) {
 			resolved[i] = 1;
+			names[i] = o.name;
+			name_lens[i] = o.name_len;
 			nresolved++;
 		} else if (rc != KI_OK && rc != KI_ENOTFOUND) {
-			ki_buf_free(&unresolved);
 			return rc;
-		} else {
-			ki_buf_printf(&unresolved, "%s%s", unresolved.len ? ", " : "",
-			    parts[i]);
 		}
 	}
 	if (nresolved == API_NREFS) {
@@ -743,45 +807,55 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		    "matched its digest\",\"reason\":\"AllReferencesVerified\","
 		    "\"status\":\"True\"");
 	} else {
-		ki_buf msg;
-
-		ki_buf_init(&msg);
-		ki_buf_printf(&msg, "no object with the referenced digest is stored "
-		    "yet for: %s", unresolved.data);
-		ki_buf_json_string(out, msg.data, msg.len);
-		ki_buf_free(&msg);
-		ki_buf_puts(out, ",\"reason\":\"UnresolvedReferences\","
+		/* The message holds nothing to escape. */
+		ki_buf_puts(out, "\"no object with the referenced digest is stored "
+		    "yet for: ");
+		for (int i = 0, first = 1; i < API_NREFS; i++) {
+			if (resolved[i])
+				continue;
+			if (!first)
+				ki_buf_append(out, ", ", 2);
+			ki_buf_puts(out, parts[i]);
+			first = 0;
+		}
+		ki_buf_puts(out, "\",\"reason\":\"UnresolvedReferences\","
 		    "\"status\":\"False\"");
 	}
-	ki_buf_free(&unresolved);
 	ki_buf_puts(out, ",\"type\":\"DigestsVerified\"}");
 	if (pl != NULL) {
 		ki_buf_puts(out, ",{\"lastTransitionTime\":\"");
 		api_format_time(now, out);
 		ki_buf_puts(out, "\",\"message\":");
 		ki_buf_json_string(out, pl->message, strlen(pl->message));
-		ki_buf_printf(out, ",\"reason\":\"%s\",\"status\":\"%s\","
-		    "\"type\":\"Plausible\"}", pl->reason, !pl->known ? "Unknown" :
-		    pl->implausible ? "False" : "True");
+		ki_buf_puts(out, ",\"reason\":\"");
+		ki_buf_puts(out, pl->reason);
+		ki_buf_puts(out, !pl->known ? "\",\"status\":\"Unknown\"," :
+		    pl->implausible ? "\",\"status\":\"False\"," :
+		    "\",\"status\":\"True\",");
+		ki_buf_puts(out, "\"type\":\"Plausible\"}");
 	}
-	ki_buf_printf(out, "],\"digest\":\"%s\"", ds);
+	ki_buf_puts(out, "],\"digest\":\"");
+	ki_buf_append(out, ds, API_DIGEST_STRLEN);
+	ki_buf_putc(out, '"');
 	if (pl != NULL)
 		api_plausibility_render(pl, out);
 	ki_buf_puts(out, ",\"references\":{");
-	for (int i = 0, first = 1; i < API_NREFS; i++) {
+	for (int i = 0; i < API_NREFS; i++) {
 		static const int order[API_NREFS] = { 2, 3, 0, 1 };
 		int j = order[i];
-		store_obj o;
 		char rs[API_DIGEST_STRLEN + 1];
 
 		api_digest_format(refs + j * API_DIGEST_LEN, rs);
-		ki_buf_printf(out, "%s\"%s\":{\"digest\":\"%s\"", first ? "" : ",",
-		    parts[j], rs);
-		first = 0;
-		if (resolved[j] && store_get_by_digest(txn,
-		    refs + j * API_DIGEST_LEN, &o) == KI_OK) {
+		if (i > 0)
+			ki_buf_putc(out, ',');
+		ki_buf_putc(out, '"');
+		ki_buf_puts(out, parts[j]);
+		ki_buf_puts(out, "\":{\"digest\":\"");
+		ki_buf_append(out, rs, API_DIGEST_STRLEN);
+		ki_buf_putc(out, '"');
+		if (resolved[j]) {
 			ki_buf_puts(out, ",\"name\":");
-			ki_buf_json_string(out, o.name, o.name_len);
+			ki_buf_json_string(out, names[j], name_lens[j]);
 			ki_buf_puts(out, ",\"resolved\":true}");
 		} else {
 			ki_buf_puts(out, ",\"resolved\":false}");

@@ -100,7 +100,27 @@ ki_buf_puts(ki_buf *b, const char *s)
 int
 ki_buf_putc(ki_buf *b, char c)
 {
+	/* The common case, room already there, skips the call and memcpy:
+	 * serializers append one byte at a time. */
+	if (!b->oom && b->len + 2 <= b->cap) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+		return KI_OK;
+	}
 	return ki_buf_append(b, &c, 1);
+}
+
+int
+ki_buf_put_u64(ki_buf *b, uint64_t v)
+{
+	char tmp[20];
+	size_t n = sizeof(tmp);
+
+	do {
+		tmp[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	return ki_buf_append(b, tmp + n, sizeof(tmp) - n);
 }
 
 int
