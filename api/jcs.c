@@ -413,15 +413,16 @@ static int
 jcs_object(struct json_object *o, ki_buf *out)
 {
 	struct json_object_iterator it, end;
-	struct member *m = NULL;
+	struct member small[32], *m = small;
 	size_t n, i;
 	int rc;
 
 	n = (size_t)json_object_object_length(o);
 	if (n == 0)
 		return ki_buf_puts(out, "{}");
-	m = calloc(n, sizeof(*m));
-	if (m == NULL) {
+	/* Most objects are small: their members sort on the stack. */
+	if (n > sizeof(small) / sizeof(small[0]) &&
+	    (m = calloc(n, sizeof(*m))) == NULL) {
 		rc = KI_ENOMEM;
 		goto cleanup;
 	}
@@ -434,7 +435,22 @@ jcs_object(struct json_object *o, ki_buf *out)
 		json_object_iter_next(&it);
 	}
 	n = i;
-	qsort(m, n, sizeof(*m), member_cmp);
+	if (m == small) {
+		/* Insertion sort: keys of one object are distinct, so any sort
+		 * gives qsort's order. */
+		for (i = 1; i < n; i++) {
+			struct member t = m[i];
+			size_t j = i;
+
+			while (j > 0 && member_cmp(&m[j - 1], &t) > 0) {
+				m[j] = m[j - 1];
+				j--;
+			}
+			m[j] = t;
+		}
+	} else {
+		qsort(m, n, sizeof(*m), member_cmp);
+	}
 	rc = ki_buf_putc(out, '{');
 	for (i = 0; i < n && rc == KI_OK; i++) {
 		if (i > 0)
@@ -449,7 +465,8 @@ jcs_object(struct json_object *o, ki_buf *out)
 	if (rc == KI_OK)
 		rc = ki_buf_putc(out, '}');
 cleanup:
-	free(m);
+	if (m != small)
+		free(m);
 	return rc;
 }
 

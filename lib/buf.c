@@ -204,6 +204,12 @@ ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 		char esc[6];
 		size_t elen = 2, u;
 
+		/* Plain ASCII runs are the common case: one test per byte. */
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
+
 		if (c >= 0x80) {
 			u = ki_utf8_len((const unsigned char *)s + i, n - i);
 			if (u > 0) {
