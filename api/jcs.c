@@ -5,6 +5,7 @@
 
 #include <json-c/json_object_iterator.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -537,6 +538,17 @@ api_jcs_serialize(struct json_object *o, ki_buf *out)
 /* Digests                                                            */
 /* ------------------------------------------------------------------ */
 
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/* EVP_sha256() makes OpenSSL 3 look the algorithm up in its providers on
+ * every init: fetch it once for the process (never freed). */
+static void
+sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 /* p may be NULL when n is 0. Returns 0, or KI_ENOMEM when OpenSSL fails
  * (for SHA-256 only an allocation or a missing provider can). */
 int
@@ -546,10 +558,12 @@ api_sha256(const void *p, size_t n, uint8_t out[API_DIGEST_LEN])
 	unsigned int len = 0;
 	int rc = KI_ENOMEM;
 
+	pthread_once(&sha256_once, sha256_fetch);
 	ctx = EVP_MD_CTX_new();
 	if (ctx == NULL)
 		goto cleanup;
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+	if (EVP_DigestInit_ex(ctx, sha256_md != NULL ? sha256_md : EVP_sha256(),
+	    NULL) != 1)
 		goto cleanup;
 	if (n > 0 && EVP_DigestUpdate(ctx, p, n) != 1)
 		goto cleanup;
