@@ -5,6 +5,7 @@
 
 #include <json-c/json_object_iterator.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,16 +26,27 @@ struct decimal {
 
 /* Does the decimal d read back as exactly v? The string handed to strtod
  * has no decimal point ("12345e-7"), so the check does not depend on the
- * LC_NUMERIC locale. */
+ * LC_NUMERIC locale. It is built by hand: printf cost more than strtod. */
 static int
 decimal_is(const struct decimal *d, double v)
 {
 	char s[48];
-	int n;
+	int e = d->exp - (d->p - 1), n = d->p, k = 0;
+	char rev[12];
+	unsigned u;
 
-	n = snprintf(s, sizeof(s), "%.*se%d", d->p, d->digits, d->exp - (d->p - 1));
-	if (n < 0 || (size_t)n >= sizeof(s))
-		return 0;
+	memcpy(s, d->digits, (size_t)n);
+	s[n++] = 'e';
+	if (e < 0)
+		s[n++] = '-';
+	u = e < 0 ? (unsigned)-e : (unsigned)e;
+	do {
+		rev[k++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u > 0);
+	while (k > 0)
+		s[n++] = rev[--k];
+	s[n] = '\0';
 	return strtod(s, NULL) == v;
 }
 
@@ -75,33 +87,81 @@ decimal_down(struct decimal *d)
 	}
 }
 
-/* Looks for a p-digit decimal (1 <= p <= 17) that reads back as v (positive,
- * finite). printf's %e gives the nearest p-digit decimal; where v is a power
- * of two its rounding interval is narrower below than above, so the nearest
- * may miss while its neighbour on the other side hits, hence the two extra
- * tries. Returns 1 and fills *d on success, 0 when no p-digit decimal fits. */
+/* The p-digit decimal nearest to v (positive, finite), as printf's %e
+ * rounds it. Returns 0, or -1 if printf failed. */
 static int
-decimal_at(double v, int p, struct decimal *d)
+decimal_nearest_printf(double v, int p, struct decimal *d)
 {
 	char s[40];
-	struct decimal up, down;
 	const char *q;
 	int n, k = 0;
 
 	n = snprintf(s, sizeof(s), "%.*e", p - 1, v);
 	if (n < 0 || (size_t)n >= sizeof(s))
-		return 0;
+		return -1;
 	/* The point is whatever the locale says; only digits and 'e' matter. */
 	for (q = s; *q != '\0' && *q != 'e'; q++)
 		if (*q >= '0' && *q <= '9' && k < p)
 			d->digits[k++] = *q;
 	if (*q != 'e' || k != p)
-		return 0;
+		return -1;
 	d->digits[k] = '\0';
 	d->p = p;
 	d->exp = (int)strtol(q + 1, NULL, 10);
+	return 0;
+}
+
+/* The p-digit decimal nearest to v from its 17-digit nearest d17 (one
+ * printf for all precisions). Rounding d17 again gives what rounding v
+ * gives unless the dropped digits are exactly 5 then zeros: then v may lie
+ * on either side of the midpoint, and printf decides. Returns 0 or -1. */
+static int
+decimal_nearest(double v, const struct decimal *d17, int p, struct decimal *d)
+{
+	int i, up;
+
+	if (p == d17->p) {
+		*d = *d17;
+		return 0;
+	}
+	memcpy(d->digits, d17->digits, (size_t)p);
+	d->digits[p] = '\0';
+	d->p = p;
+	d->exp = d17->exp;
+	if (d17->digits[p] != '5') {
+		up = d17->digits[p] > '5';
+	} else {
+		for (i = p + 1; i < d17->p && d17->digits[i] == '0'; i++)
+			;
+		if (i == d17->p)
+			return decimal_nearest_printf(v, p, d);
+		up = 1;
+	}
+	if (up)
+		decimal_up(d);
+	return 0;
+}
+
+/* Looks for a p-digit decimal (1 <= p <= 17) that reads back as v (positive,
+ * finite): the nearest one. Where v is a power of two its rounding interval
+ * is narrower below than above, so the nearest may miss while its
+ * neighbour on the other side hits, hence the two extra tries; elsewhere
+ * the interval is symmetric and no other decimal can hit where the nearest
+ * misses. Returns 1 and fills *d on success, 0 when no p-digit decimal
+ * fits. */
+static int
+decimal_at(double v, const struct decimal *d17, int p, struct decimal *d)
+{
+	struct decimal up, down;
+	uint64_t bits;
+
+	if (decimal_nearest(v, d17, p, d) != 0)
+		return 0;
 	if (decimal_is(d, v))
 		return 1;
+	memcpy(&bits, &v, sizeof(bits));
+	if ((bits & 0xFFFFFFFFFFFFFull) != 0)
+		return 0;
 	up = *d;
 	decimal_up(&up);
 	if (decimal_is(&up, v)) {
@@ -124,18 +184,30 @@ decimal_at(double v, int p, struct decimal *d)
 static void
 decimal_shortest(double v, struct decimal *d)
 {
-	int lo = 1, hi = 17;
+	struct decimal d17, probe;
+	int lo = 1, hi = 17, found = 0;
 
+	if (decimal_nearest_printf(v, 17, &d17) != 0) {
+		/* Cannot happen for a finite double; keep a defined answer. */
+		memset(d, 0, sizeof(*d));
+		d->digits[0] = '0';
+		d->p = 1;
+		return;
+	}
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 
-		if (decimal_at(v, mid, d))
+		if (decimal_at(v, &d17, mid, &probe)) {
 			hi = mid;
-		else
+			*d = probe;
+			found = hi;
+		} else {
 			lo = mid + 1;
+		}
 	}
-	/* d holds the last probe, which need not be lo's; lo always fits. */
-	(void)decimal_at(v, lo, d);
+	/* lo always fits; it may not have been probed (17). */
+	if (found != lo)
+		(void)decimal_at(v, &d17, lo, d);
 	while (d->p > 1 && d->digits[d->p - 1] == '0')
 		d->digits[--d->p] = '\0';
 }
@@ -342,15 +414,16 @@ static int
 jcs_object(struct json_object *o, ki_buf *out)
 {
 	struct json_object_iterator it, end;
-	struct member *m = NULL;
+	struct member small[32], *m = small;
 	size_t n, i;
 	int rc;
 
 	n = (size_t)json_object_object_length(o);
 	if (n == 0)
 		return ki_buf_puts(out, "{}");
-	m = calloc(n, sizeof(*m));
-	if (m == NULL) {
+	/* Most objects are small: their members sort on the stack. */
+	if (n > sizeof(small) / sizeof(small[0]) &&
+	    (m = calloc(n, sizeof(*m))) == NULL) {
 		rc = KI_ENOMEM;
 		goto cleanup;
 	}
@@ -363,7 +436,22 @@ jcs_object(struct json_object *o, ki_buf *out)
 		json_object_iter_next(&it);
 	}
 	n = i;
-	qsort(m, n, sizeof(*m), member_cmp);
+	if (m == small) {
+		/* Insertion sort: keys of one object are distinct, so any sort
+		 * gives qsort's order. */
+		for (i = 1; i < n; i++) {
+			struct member t = m[i];
+			size_t j = i;
+
+			while (j > 0 && member_cmp(&m[j - 1], &t) > 0) {
+				m[j] = m[j - 1];
+				j--;
+			}
+			m[j] = t;
+		}
+	} else {
+		qsort(m, n, sizeof(*m), member_cmp);
+	}
 	rc = ki_buf_putc(out, '{');
 	for (i = 0; i < n && rc == KI_OK; i++) {
 		if (i > 0)
@@ -378,7 +466,8 @@ jcs_object(struct json_object *o, ki_buf *out)
 	if (rc == KI_OK)
 		rc = ki_buf_putc(out, '}');
 cleanup:
-	free(m);
+	if (m != small)
+		free(m);
 	return rc;
 }
 
@@ -449,6 +538,17 @@ api_jcs_serialize(struct json_object *o, ki_buf *out)
 /* Digests                                                            */
 /* ------------------------------------------------------------------ */
 
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/* EVP_sha256() makes OpenSSL 3 look the algorithm up in its providers on
+ * every init: fetch it once for the process (never freed). */
+static void
+sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 /* p may be NULL when n is 0. Returns 0, or KI_ENOMEM when OpenSSL fails
  * (for SHA-256 only an allocation or a missing provider can). */
 int
@@ -458,10 +558,12 @@ api_sha256(const void *p, size_t n, uint8_t out[API_DIGEST_LEN])
 	unsigned int len = 0;
 	int rc = KI_ENOMEM;
 
+	pthread_once(&sha256_once, sha256_fetch);
 	ctx = EVP_MD_CTX_new();
 	if (ctx == NULL)
 		goto cleanup;
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
+	if (EVP_DigestInit_ex(ctx, sha256_md != NULL ? sha256_md : EVP_sha256(),
+	    NULL) != 1)
 		goto cleanup;
 	if (n > 0 && EVP_DigestUpdate(ctx, p, n) != 1)
 		goto cleanup;

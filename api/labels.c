@@ -392,13 +392,24 @@ api_labels_facets(struct json_object *labels, int is_run, ki_buf *out)
 	if (labels == NULL || !json_object_is_type(labels, json_type_object))
 		return KI_OK;
 	json_object_object_foreach(labels, key, val) {
-		ki_buf_printf(out, "l:%s=%s", key, json_object_get_string(val));
+		const char *v = json_object_get_string(val);
+
+		ki_buf_append(out, "l:", 2);
+		ki_buf_puts(out, key);
+		ki_buf_putc(out, '=');
+		/* "%s" of NULL wrote "(null)": kept so the blob stays the same. */
+		ki_buf_puts(out, v != NULL ? v : "(null)");
 		ki_buf_putc(out, '\0');
 	}
 	if (is_run) {
-		ki_buf_printf(out, "c:%s\x1f%s\x1f%s\x1f%s", label_of(labels, "kernel"),
-		    label_of(labels, "provider"), label_of(labels, "gpu"),
-		    label_of(labels, "metric"));
+		ki_buf_append(out, "c:", 2);
+		ki_buf_puts(out, label_of(labels, "kernel"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, label_of(labels, "provider"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, label_of(labels, "gpu"));
+		ki_buf_putc(out, '\x1f');
+		ki_buf_puts(out, label_of(labels, "metric"));
 		ki_buf_putc(out, '\0');
 	}
 	return out->oom ? KI_ENOMEM : KI_OK;
@@ -571,17 +582,24 @@ int
 api_run_derive_labels(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, struct json_object *labels)
 {
-	struct json_object *wl = NULL, *impl = NULL, *env = NULL, *ms;
+	api_run_refs rr;
+	int rc;
+
+	api_run_refs_load(txn, refs, nrefs, &rr);
+	rc = api_run_derive_labels_from(spec, &rr, labels);
+	api_run_refs_free(&rr);
+	return rc;
+}
+
+int
+api_run_derive_labels_from(struct json_object *spec, const api_run_refs *rr,
+	struct json_object *labels)
+{
+	struct json_object *wl = rr->spec[API_REF_WORKLOAD];
+	struct json_object *impl = rr->spec[API_REF_IMPLEMENTATION];
+	struct json_object *env = rr->spec[API_REF_ENVIRONMENT], *ms;
 	int latency = 0, memory = 0;
 
-	if (nrefs == API_NREFS) {
-		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
-		    API_WORKLOAD);
-		impl = api_ref_spec(txn, refs + API_REF_IMPLEMENTATION * API_DIGEST_LEN,
-		    API_IMPLEMENTATION);
-		env = api_ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
-		    API_ENVIRONMENT);
-	}
 	if (wl != NULL) {
 		set_label(labels, "kernel", api_json_str_at(wl, "kernel", NULL));
 		set_label(labels, "pass", api_json_str_at(wl, "pass", NULL));
@@ -608,11 +626,5 @@ api_run_derive_labels(store_txn *txn, struct json_object *spec,
 	}
 	if (latency || memory)
 		set_label(labels, "metric", latency ? "latency" : "peak_memory");
-	if (wl != NULL)
-		json_object_put(wl);
-	if (impl != NULL)
-		json_object_put(impl);
-	if (env != NULL)
-		json_object_put(env);
 	return KI_OK;
 }

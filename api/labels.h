@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api/object.h"
 #include "lib/ki.h"
 #include "store/store.h"
 
@@ -68,6 +69,10 @@ int api_store_facets(int kind, const char *labels, size_t len, ki_buf *out);
  * client labels of the same key. spec is borrowed. */
 int api_run_derive_labels(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, struct json_object *labels);
+
+/* The same from references already resolved (rr borrowed). */
+int api_run_derive_labels_from(struct json_object *spec,
+	const api_run_refs *rr, struct json_object *labels);
 
 /* Writes a label-value slug of s (lower case, [a-z0-9._-], at most 63,
  * alphanumeric at both ends) into out; returns its length (0 if empty). */

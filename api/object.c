@@ -1,6 +1,7 @@
 /* api/object.c — parsing, validating, digesting and rendering documents. */
 #include "api/object.h"
 
+#include <errno.h>
 #include <math.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -70,6 +71,44 @@ check_text(const char *text, size_t len, size_t *at)
 	return NULL;
 }
 
+/* Is the double in [2^63, 10^21) in magnitude: written by RFC 8785 as an
+ * integer literal beyond what json-c reads back exactly? */
+static int
+is_inexact(double d)
+{
+	d = fabs(d);
+	return d >= 9223372036854775808.0 && d < 1e21;
+}
+
+/* Does the tree hold an inexact number anywhere? The walk builds no path:
+ * nearly every document has none, and find_inexact names the first. */
+static int
+has_inexact(struct json_object *v)
+{
+	switch (json_object_get_type(v)) {
+	case json_type_double:
+		return is_inexact(json_object_get_double(v));
+	case json_type_object: {
+		json_object_object_foreach(v, key, val) {
+			(void)key;
+			if (val != NULL && has_inexact(val))
+				return 1;
+		}
+		return 0;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			struct json_object *item = json_object_array_get_idx(v, i);
+
+			if (item != NULL && has_inexact(item))
+				return 1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 /* Finds a number that RFC 8785 would write as an integer literal beyond
  * what json-c reads back exactly (magnitude in [2^63, 10^21)); appends its
  * path to path and returns 1, else 0. */
@@ -79,11 +118,8 @@ find_inexact(struct json_object *v, ki_buf *path)
 	size_t base = path->len;
 
 	switch (json_object_get_type(v)) {
-	case json_type_double: {
-		double d = fabs(json_object_get_double(v));
-
-		return d >= 9223372036854775808.0 && d < 1e21;
-	}
+	case json_type_double:
+		return is_inexact(json_object_get_double(v));
 	case json_type_object: {
 		/* Braced: the foreach macro declares variables. */
 		json_object_object_foreach(v, key, val) {
@@ -113,6 +149,429 @@ find_inexact(struct json_object *v, ki_buf *path)
 	}
 }
 
+/* ---- the fast parser ----
+ *
+ * json-c's tokener and the text checks around it (check_text, the duplicate
+ * and lossy scans, find_inexact) read an upload five times. Nearly every
+ * upload is plain: one pass can parse it and prove that every check would
+ * pass. fast_parse builds the tree json-c would build (the same kinds of
+ * objects in the same order: int64 for integer literals, doubles keeping
+ * their text as json-c's _s doubles do) and gives up, leaving the decision
+ * to the full path, on anything it does not prove: a grammar error, a raw
+ * control character or malformed UTF-8, a \u0000 or lone surrogate escape,
+ * an integer of 19 digits or more, a double out of range or in [2^63,
+ * 10^21), a duplicate key, deep nesting, a top level that is not an
+ * object. So it accepts a subset of what the full path accepts, with the
+ * same tree. */
+
+typedef struct fast_parser {
+	const unsigned char *t;
+	size_t n, i;
+	int max_level;   /* containers deeper than this give up */
+	ki_buf scratch;  /* decoded keys and strings with escapes */
+} fast_parser;
+
+static void
+fast_ws(fast_parser *p)
+{
+	while (p->i < p->n && (p->t[p->i] == ' ' || p->t[p->i] == '\n' ||
+	    p->t[p->i] == '\r' || p->t[p->i] == '\t'))
+		p->i++;
+}
+
+/* Reads 4 hex digits at p (either case) into *v; -1 if not hex. */
+static int
+fast_hex4(const unsigned char *p, uint32_t *v)
+{
+	uint32_t r = 0;
+
+	for (int i = 0; i < 4; i++) {
+		unsigned char c = p[i];
+
+		r <<= 4;
+		if (c >= '0' && c <= '9')
+			r |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			r |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			r |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*v = r;
+	return 0;
+}
+
+/* Reads the string whose quote is at p->i. Its bytes are in the text
+ * (*s, *len) when it has no escape, else decoded into p->scratch; with
+ * to_scratch they are always copied there, NUL-terminated (keys). Returns
+ * 0, or -1 to give up. */
+static int
+fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
+{
+	const unsigned char *t = p->t;
+	size_t i = p->i + 1, run = i;
+	int esc = 0;
+
+	ki_buf_reset(&p->scratch);
+	for (;;) {
+		unsigned char c;
+		uint32_t u, lo;
+		char enc[4];
+		size_t elen, ulen;
+
+		if (i >= p->n)
+			return -1;
+		c = t[i];
+		if (c == '"')
+			break;
+		if (c >= 0x80) {
+			size_t k = ki_utf8_len(t + i, p->n - i);
+
+			if (k == 0)
+				return -1;
+			i += k;
+			continue;
+		}
+		if (c < 0x20)
+			return -1;
+		if (c != '\\') {
+			i++;
+			continue;
+		}
+		if (p->n - i < 2)
+			return -1;
+		elen = 2;
+		switch (t[i + 1]) {
+		case '"': u = '"'; break;
+		case '\\': u = '\\'; break;
+		case '/': u = '/'; break;
+		case 'b': u = '\b'; break;
+		case 'f': u = '\f'; break;
+		case 'n': u = '\n'; break;
+		case 'r': u = '\r'; break;
+		case 't': u = '\t'; break;
+		case 'u':
+			if (p->n - i < 6 || fast_hex4(t + i + 2, &u) != 0 || u == 0)
+				return -1;
+			elen = 6;
+			if (u >= 0xDC00 && u <= 0xDFFF)
+				return -1;
+			if (u >= 0xD800 && u <= 0xDBFF) {
+				if (p->n - i < 12 || t[i + 6] != '\\' || t[i + 7] != 'u' ||
+				    fast_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 ||
+				    lo > 0xDFFF)
+					return -1;
+				u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
+				elen = 12;
+			}
+			break;
+		default:
+			return -1;
+		}
+		if (u < 0x80) {
+			enc[0] = (char)u;
+			ulen = 1;
+		} else if (u < 0x800) {
+			enc[0] = (char)(0xC0 | (u >> 6));
+			enc[1] = (char)(0x80 | (u & 0x3F));
+			ulen = 2;
+		} else if (u < 0x10000) {
+			enc[0] = (char)(0xE0 | (u >> 12));
+			enc[1] = (char)(0x80 | ((u >> 6) & 0x3F));
+			enc[2] = (char)(0x80 | (u & 0x3F));
+			ulen = 3;
+		} else {
+			enc[0] = (char)(0xF0 | (u >> 18));
+			enc[1] = (char)(0x80 | ((u >> 12) & 0x3F));
+			enc[2] = (char)(0x80 | ((u >> 6) & 0x3F));
+			enc[3] = (char)(0x80 | (u & 0x3F));
+			ulen = 4;
+		}
+		if (ki_buf_append(&p->scratch, t + run, i - run) != KI_OK ||
+		    ki_buf_append(&p->scratch, enc, ulen) != KI_OK)
+			return -1;
+		esc = 1;
+		i += elen;
+		run = i;
+	}
+	p->i = i + 1;
+	if (!esc && !to_scratch) {
+		*s = (const char *)t + run;
+		*len = i - run;
+		return 0;
+	}
+	if (ki_buf_append(&p->scratch, t + run, i - run) != KI_OK ||
+	    ki_buf_reserve(&p->scratch, 0) != KI_OK)
+		return -1;
+	*s = p->scratch.data;
+	*len = p->scratch.len;
+	return 0;
+}
+
+/* Reads a number literal at p->i into *out. Returns 0, or -1 to give
+ * up. */
+static int
+fast_number(fast_parser *p, struct json_object **out)
+{
+	const unsigned char *t = p->t;
+	size_t start = p->i, i = start, digits = 0;
+	int is_double = 0, neg = 0;
+	char lit[64];
+
+	if (i < p->n && t[i] == '-') {
+		neg = 1;
+		i++;
+	}
+	if (i < p->n && t[i] == '0') {
+		i++;
+		digits = 1;
+	} else if (i < p->n && t[i] >= '1' && t[i] <= '9') {
+		while (i < p->n && t[i] >= '0' && t[i] <= '9') {
+			i++;
+			digits++;
+		}
+	} else {
+		return -1;
+	}
+	if (i < p->n && t[i] == '.') {
+		is_double = 1;
+		if (++i >= p->n || t[i] < '0' || t[i] > '9')
+			return -1;
+		while (i < p->n && t[i] >= '0' && t[i] <= '9')
+			i++;
+	}
+	if (i < p->n && (t[i] == 'e' || t[i] == 'E')) {
+		is_double = 1;
+		i++;
+		if (i < p->n && (t[i] == '+' || t[i] == '-'))
+			i++;
+		if (i >= p->n || t[i] < '0' || t[i] > '9')
+			return -1;
+		while (i < p->n && t[i] >= '0' && t[i] <= '9')
+			i++;
+	}
+	p->i = i;
+	if (!is_double) {
+		int64_t v = 0;
+
+		/* 19 digits may leave the int64 range: the lossy check
+		 * decides. */
+		if (digits > 18)
+			return -1;
+		for (size_t k = start + (size_t)neg; k < i; k++)
+			v = v * 10 + (t[k] - '0');
+		*out = json_object_new_int64(neg ? -v : v);
+	} else {
+		char *end;
+		double d;
+
+		if (i - start >= sizeof(lit))
+			return -1;
+		memcpy(lit, t + start, i - start);
+		lit[i - start] = '\0';
+		errno = 0;
+		d = strtod(lit, &end);
+		if (end != lit + (i - start) || errno != 0 || !isfinite(d) ||
+		    is_inexact(d))
+			return -1;
+		*out = json_object_new_double_s(d, lit);
+	}
+	return *out != NULL ? 0 : -1;
+}
+
+static int fast_value(fast_parser *p, int level, struct json_object **out);
+
+/* Reads the object whose brace is at p->i. */
+static int
+fast_object(fast_parser *p, int level, struct json_object **out)
+{
+	struct json_object *o, *v = NULL;
+	char small[128], *key = small;
+	const char *k;
+	size_t klen;
+	int rc = -1;
+
+	if (level > p->max_level || (o = json_object_new_object()) == NULL)
+		return -1;
+	p->i++;
+	fast_ws(p);
+	if (p->i < p->n && p->t[p->i] == '}') {
+		p->i++;
+		*out = o;
+		return 0;
+	}
+	for (;;) {
+		if (p->i >= p->n || p->t[p->i] != '"' ||
+		    fast_string(p, 1, &k, &klen) != 0)
+			goto out;
+		/* The value reuses the scratch: the key moves out first. */
+		if (klen >= sizeof(small)) {
+			if ((key = malloc(klen + 1)) == NULL)
+				goto out;
+		}
+		memcpy(key, k, klen + 1);
+		fast_ws(p);
+		if (p->i >= p->n || p->t[p->i] != ':')
+			goto out;
+		p->i++;
+		fast_ws(p);
+		/* A duplicate: the full path names it. */
+		if (json_object_object_get_ex(o, key, NULL) ||
+		    fast_value(p, level, &v) != 0)
+			goto out;
+		if (json_object_object_add(o, key, v) != 0) {
+			json_object_put(v);
+			goto out;
+		}
+		if (key != small) {
+			free(key);
+			key = small;
+		}
+		fast_ws(p);
+		if (p->i >= p->n)
+			goto out;
+		if (p->t[p->i] == ',') {
+			p->i++;
+			fast_ws(p);
+			continue;
+		}
+		if (p->t[p->i] != '}')
+			goto out;
+		p->i++;
+		rc = 0;
+		break;
+	}
+out:
+	if (key != small)
+		free(key);
+	if (rc == 0)
+		*out = o;
+	else
+		json_object_put(o);
+	return rc;
+}
+
+/* Reads the array whose bracket is at p->i. */
+static int
+fast_array(fast_parser *p, int level, struct json_object **out)
+{
+	struct json_object *a, *v;
+
+	if (level > p->max_level || (a = json_object_new_array()) == NULL)
+		return -1;
+	p->i++;
+	fast_ws(p);
+	if (p->i < p->n && p->t[p->i] == ']') {
+		p->i++;
+		*out = a;
+		return 0;
+	}
+	for (;;) {
+		if (fast_value(p, level, &v) != 0)
+			goto fail;
+		if (json_object_array_add(a, v) != 0) {
+			json_object_put(v);
+			goto fail;
+		}
+		fast_ws(p);
+		if (p->i >= p->n)
+			goto fail;
+		if (p->t[p->i] == ',') {
+			p->i++;
+			fast_ws(p);
+			continue;
+		}
+		if (p->t[p->i] != ']')
+			goto fail;
+		p->i++;
+		*out = a;
+		return 0;
+	}
+fail:
+	json_object_put(a);
+	return -1;
+}
+
+/* Reads the value at p->i, inside level containers, into *out (NULL for
+ * null, as json-c has it). Returns 0, or -1 to give up. */
+static int
+fast_value(fast_parser *p, int level, struct json_object **out)
+{
+	const char *s;
+	size_t len;
+
+	*out = NULL;
+	if (p->i >= p->n)
+		return -1;
+	switch (p->t[p->i]) {
+	case '{':
+		return fast_object(p, level + 1, out);
+	case '[':
+		return fast_array(p, level + 1, out);
+	case '"':
+		if (fast_string(p, 0, &s, &len) != 0 || len > INT32_MAX)
+			return -1;
+		*out = json_object_new_string_len(s, (int)len);
+		return *out != NULL ? 0 : -1;
+	case 't':
+		if (p->n - p->i < 4 || memcmp(p->t + p->i, "true", 4) != 0)
+			return -1;
+		p->i += 4;
+		*out = json_object_new_boolean(1);
+		return *out != NULL ? 0 : -1;
+	case 'f':
+		if (p->n - p->i < 5 || memcmp(p->t + p->i, "false", 5) != 0)
+			return -1;
+		p->i += 5;
+		*out = json_object_new_boolean(0);
+		return *out != NULL ? 0 : -1;
+	case 'n':
+		if (p->n - p->i < 4 || memcmp(p->t + p->i, "null", 4) != 0)
+			return -1;
+		p->i += 4;
+		return 0;
+	default:
+		return fast_number(p, out);
+	}
+}
+
+/* Parses text when it is a plain object (see above): 0 and *out (the
+ * caller puts it), or -1 and nothing when the full path must decide. */
+static int
+fast_parse(const char *text, size_t len, int max_depth,
+	struct json_object **out)
+{
+	fast_parser p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.t = (const unsigned char *)text;
+	p.n = len;
+	/* json-c counts every value's level against max_depth; staying
+	 * three below keeps clear of its exact boundary. */
+	p.max_level = max_depth - 3;
+	ki_buf_init(&p.scratch);
+	*out = NULL;
+	fast_ws(&p);
+	if (len > INT32_MAX || p.i >= p.n || p.t[p.i] != '{') {
+		rc = -1;
+		goto out;
+	}
+	rc = fast_object(&p, 1, out);
+	if (rc == 0) {
+		fast_ws(&p);
+		if (p.i != p.n) {
+			json_object_put(*out);
+			*out = NULL;
+			rc = -1;
+		}
+	}
+out:
+	ki_buf_free(&p.scratch);
+	return rc;
+}
+
 int
 api_json_parse(const char *text, size_t len, int max_depth,
 	struct json_object **out, api_status *st)
@@ -124,7 +583,8 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	ki_buf path;
 	int rc;
 
-	*out = NULL;
+	if (fast_parse(text, len, max_depth, out) == 0)
+		return KI_OK;
 	if (len == 0) {
 		api_status_fail(st, 400, "BadRequest", "the request body is empty; "
 		    "send a JSON document");
@@ -236,7 +696,7 @@ api_json_parse(const char *text, size_t len, int max_depth,
 	}
 	if (rc == 0) {
 		ki_buf_reset(&path);
-		if (find_inexact(obj, &path)) {
+		if (has_inexact(obj) && find_inexact(obj, &path)) {
 			api_status_fail(st, 400, "BadRequest", "the body is not "
 			    "accepted: a number at \"%s\" is 2^63 or more in magnitude "
 			    "and below 10^21, which the canonical form would write as an "
@@ -306,14 +766,48 @@ api_ref_spec(store_txn *txn, const uint8_t *d, int kind)
 	return api_json_parse_len(o.json + o.spec_off, o.spec_len);
 }
 
+void
+api_run_refs_load(store_txn *txn, const uint8_t *refs, size_t nrefs,
+	api_run_refs *out)
+{
+	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
+		API_ENVIRONMENT, API_IMPLEMENTATION };
+
+	memset(out, 0, sizeof(*out));
+	if (nrefs != API_NREFS)
+		return;
+	for (int i = 0; i < API_NREFS; i++) {
+		if (i != API_REF_PROTOCOL)
+			out->spec[i] = api_ref_spec(txn, refs + i * API_DIGEST_LEN,
+			    kinds[i]);
+	}
+}
+
+void
+api_run_refs_free(api_run_refs *rr)
+{
+	for (int i = 0; i < API_NREFS; i++) {
+		if (rr->spec[i] != NULL)
+			json_object_put(rr->spec[i]);
+		rr->spec[i] = NULL;
+	}
+}
+
 /* Joins a prefix and a field path: ("run", "spec.x") -> "run.spec.x". */
 static void
 join(char *out, size_t n, const char *prefix, const char *field)
 {
-	if (*prefix == '\0')
-		snprintf(out, n, "%s", field);
-	else
-		snprintf(out, n, "%s.%s", prefix, field);
+	size_t k = 0;
+
+	/* What snprintf wrote, cut at n - 1 bytes, without its cost: every
+	 * key of every metadata passes here. */
+	for (; *prefix != '\0' && k + 1 < n; prefix++)
+		out[k++] = *prefix;
+	if (k > 0 && k + 1 < n)
+		out[k++] = '.';
+	for (; *field != '\0' && k + 1 < n; field++)
+		out[k++] = *field;
+	out[k] = '\0';
 }
 
 static void
@@ -458,7 +952,7 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 	ki_buf_init(&d->canon);
 	ki_buf_init(&d->natkey);
 	d->obj = obj;
-	snprintf(d->path, sizeof(d->path), "%s", path);
+	join(d->path, sizeof(d->path), "", path);
 	if (!json_object_is_type(obj, json_type_object)) {
 		api_status_cause(st, "FieldValueInvalid", *path ? path : "<root>",
 		    "Invalid value: a document must be a JSON object");
@@ -709,16 +1203,20 @@ api_compute_status(store_txn *txn, const api_kind *k,
 	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
 		API_ENVIRONMENT, API_IMPLEMENTATION };
 	char ds[API_DIGEST_STRLEN + 1];
+	/* Names borrowed from the map: nothing is written before they are
+	 * copied out below. */
+	const char *names[API_NREFS] = { NULL };
+	size_t name_lens[API_NREFS] = { 0 };
 	int resolved[API_NREFS] = { 0 };
 	int nresolved = 0;
-	ki_buf unresolved;
 
 	api_digest_format(digest, ds);
 	if (k->id != API_RUN || nrefs != API_NREFS) {
-		ki_buf_printf(out, "{\"digest\":\"%s\"}", ds);
+		ki_buf_append(out, "{\"digest\":\"", 11);
+		ki_buf_append(out, ds, API_DIGEST_STRLEN);
+		ki_buf_append(out, "\"}", 2);
 		return out->oom ? KI_ENOMEM : KI_OK;
 	}
-	ki_buf_init(&unresolved);
 	ki_buf_puts(out, "{\"conditions\":[{\"lastTransitionTime\":\"");
 	api_format_time(now, out);
 	ki_buf_puts(out, "\",\"message\":");
@@ -729,13 +1227,11 @@ api_compute_status(store_txn *txn, const api_kind *k,
 
 		if (rc == KI_OK && o.kind == kinds[i]) {
 			resolved[i] = 1;
+			names[i] = o.name;
+			name_lens[i] = o.name_len;
 			nresolved++;
 		} else if (rc != KI_OK && rc != KI_ENOTFOUND) {
-			ki_buf_free(&unresolved);
 			return rc;
-		} else {
-			ki_buf_printf(&unresolved, "%s%s", unresolved.len ? ", " : "",
-			    parts[i]);
 		}
 	}
 	if (nresolved == API_NREFS) {
@@ -743,45 +1239,55 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		    "matched its digest\",\"reason\":\"AllReferencesVerified\","
 		    "\"status\":\"True\"");
 	} else {
-		ki_buf msg;
-
-		ki_buf_init(&msg);
-		ki_buf_printf(&msg, "no object with the referenced digest is stored "
-		    "yet for: %s", unresolved.data);
-		ki_buf_json_string(out, msg.data, msg.len);
-		ki_buf_free(&msg);
-		ki_buf_puts(out, ",\"reason\":\"UnresolvedReferences\","
+		/* The message holds nothing to escape. */
+		ki_buf_puts(out, "\"no object with the referenced digest is stored "
+		    "yet for: ");
+		for (int i = 0, first = 1; i < API_NREFS; i++) {
+			if (resolved[i])
+				continue;
+			if (!first)
+				ki_buf_append(out, ", ", 2);
+			ki_buf_puts(out, parts[i]);
+			first = 0;
+		}
+		ki_buf_puts(out, "\",\"reason\":\"UnresolvedReferences\","
 		    "\"status\":\"False\"");
 	}
-	ki_buf_free(&unresolved);
 	ki_buf_puts(out, ",\"type\":\"DigestsVerified\"}");
 	if (pl != NULL) {
 		ki_buf_puts(out, ",{\"lastTransitionTime\":\"");
 		api_format_time(now, out);
 		ki_buf_puts(out, "\",\"message\":");
 		ki_buf_json_string(out, pl->message, strlen(pl->message));
-		ki_buf_printf(out, ",\"reason\":\"%s\",\"status\":\"%s\","
-		    "\"type\":\"Plausible\"}", pl->reason, !pl->known ? "Unknown" :
-		    pl->implausible ? "False" : "True");
+		ki_buf_puts(out, ",\"reason\":\"");
+		ki_buf_puts(out, pl->reason);
+		ki_buf_puts(out, !pl->known ? "\",\"status\":\"Unknown\"," :
+		    pl->implausible ? "\",\"status\":\"False\"," :
+		    "\",\"status\":\"True\",");
+		ki_buf_puts(out, "\"type\":\"Plausible\"}");
 	}
-	ki_buf_printf(out, "],\"digest\":\"%s\"", ds);
+	ki_buf_puts(out, "],\"digest\":\"");
+	ki_buf_append(out, ds, API_DIGEST_STRLEN);
+	ki_buf_putc(out, '"');
 	if (pl != NULL)
 		api_plausibility_render(pl, out);
 	ki_buf_puts(out, ",\"references\":{");
-	for (int i = 0, first = 1; i < API_NREFS; i++) {
+	for (int i = 0; i < API_NREFS; i++) {
 		static const int order[API_NREFS] = { 2, 3, 0, 1 };
 		int j = order[i];
-		store_obj o;
 		char rs[API_DIGEST_STRLEN + 1];
 
 		api_digest_format(refs + j * API_DIGEST_LEN, rs);
-		ki_buf_printf(out, "%s\"%s\":{\"digest\":\"%s\"", first ? "" : ",",
-		    parts[j], rs);
-		first = 0;
-		if (resolved[j] && store_get_by_digest(txn,
-		    refs + j * API_DIGEST_LEN, &o) == KI_OK) {
+		if (i > 0)
+			ki_buf_putc(out, ',');
+		ki_buf_putc(out, '"');
+		ki_buf_puts(out, parts[j]);
+		ki_buf_puts(out, "\":{\"digest\":\"");
+		ki_buf_append(out, rs, API_DIGEST_STRLEN);
+		ki_buf_putc(out, '"');
+		if (resolved[j]) {
 			ki_buf_puts(out, ",\"name\":");
-			ki_buf_json_string(out, o.name, o.name_len);
+			ki_buf_json_string(out, names[j], name_lens[j]);
 			ki_buf_puts(out, ",\"resolved\":true}");
 		} else {
 			ki_buf_puts(out, ",\"resolved\":false}");

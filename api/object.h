@@ -55,6 +55,18 @@ const char *api_json_str_at(struct json_object *o, const char *a,
  * tree the caller puts; else NULL. */
 struct json_object *api_ref_spec(store_txn *txn, const uint8_t *d, int kind);
 
+/* The specs a run's references resolve to, indexed by API_REF_*: trees
+ * owned here (api_run_refs_free), NULL where nothing of that kind is stored.
+ * Only the workload, implementation and environment are loaded: they are
+ * what derived labels and plausibility read. */
+typedef struct api_run_refs {
+	struct json_object *spec[API_NREFS];
+} api_run_refs;
+
+void api_run_refs_load(store_txn *txn, const uint8_t *refs, size_t nrefs,
+	api_run_refs *out);
+void api_run_refs_free(api_run_refs *rr);
+
 /* Validates obj (consumed: d owns it) as a document of some kind at path
  * prefix `path` ("" for a lone document). expect, if non-NULL, is the kind
  * the collection requires. Problems: causes on st (422), or st->code 400

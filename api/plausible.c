@@ -72,7 +72,21 @@ struct json_object *
 api_run_workload(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, int *derived)
 {
-	struct json_object *wl = NULL;
+	struct json_object *wl = NULL, *out;
+
+	if (nrefs == API_NREFS)
+		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
+		    API_WORKLOAD);
+	out = api_run_workload_from(spec, wl, derived);
+	if (wl != NULL)
+		json_object_put(wl);
+	return out;
+}
+
+struct json_object *
+api_run_workload_from(struct json_object *spec, struct json_object *wl_ref,
+	int *derived)
+{
 	const char *bench, *ext;
 	char kernel[128], pass[32];
 	const char *slash;
@@ -80,11 +94,8 @@ api_run_workload(store_txn *txn, struct json_object *spec,
 	int n = 0;
 
 	*derived = 0;
-	if (nrefs == API_NREFS)
-		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
-		    API_WORKLOAD);
-	if (wl != NULL)
-		return wl;
+	if (wl_ref != NULL)
+		return json_object_get(wl_ref);
 	bench = api_json_str_at(spec, "sourceNative", "benchmark");
 	ext = api_json_str_at(spec, "sourceNative", "externalId");
 	if (bench == NULL || ext == NULL || (slash = strchr(bench, '/')) == NULL)
@@ -149,7 +160,19 @@ void
 api_plausibility_eval(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, api_plausibility *out)
 {
-	struct json_object *wl = NULL, *env = NULL;
+	api_run_refs rr;
+
+	api_run_refs_load(txn, refs, nrefs, &rr);
+	api_plausibility_eval_from(spec, &rr, out);
+	api_run_refs_free(&rr);
+}
+
+void
+api_plausibility_eval_from(struct json_object *spec, const api_run_refs *rr,
+	api_plausibility *out)
+{
+	struct json_object *wl = NULL;
+	struct json_object *env = rr->spec[API_REF_ENVIRONMENT];
 	const api_gpu *gpu = NULL;
 	api_cost cost;
 	int rc;
@@ -161,15 +184,13 @@ api_plausibility_eval(store_txn *txn, struct json_object *spec,
 		    "latency or peak memory to compare");
 		return;
 	}
-	wl = api_run_workload(txn, spec, refs, nrefs, &out->derived_workload);
+	wl = api_run_workload_from(spec, rr->spec[API_REF_WORKLOAD],
+	    &out->derived_workload);
 	if (wl == NULL) {
 		snprintf(out->message, sizeof(out->message), "the workload is not "
 		    "stored yet and sourceNative does not name it");
 		goto out;
 	}
-	if (nrefs == API_NREFS)
-		env = api_ref_spec(txn, refs + API_REF_ENVIRONMENT * API_DIGEST_LEN,
-		    API_ENVIRONMENT);
 	if (env == NULL) {
 		snprintf(out->message, sizeof(out->message), "the environment is not "
 		    "stored yet: its GPU is unknown");
@@ -226,8 +247,6 @@ api_plausibility_eval(store_txn *txn, struct json_object *spec,
 out:
 	if (wl != NULL)
 		json_object_put(wl);
-	if (env != NULL)
-		json_object_put(env);
 }
 
 static void
@@ -250,8 +269,8 @@ api_plausibility_render(const api_plausibility *p, ki_buf *b)
 		num(b, p->fraction);
 		ki_buf_puts(b, ",\"bytes\":");
 		num(b, p->bytes);
-		ki_buf_printf(b, ",\"derivedWorkload\":%s",
-		    p->derived_workload ? "true" : "false");
+		ki_buf_puts(b, p->derived_workload ? ",\"derivedWorkload\":true" :
+		    ",\"derivedWorkload\":false");
 		ki_buf_puts(b, p->memory ? ",\"floorBytes\":" : ",\"floorNs\":");
 		num(b, p->floor);
 		ki_buf_puts(b, ",\"flops\":");
@@ -262,6 +281,7 @@ api_plausibility_render(const api_plausibility *p, ki_buf *b)
 		ki_buf_json_string(b, p->model, strlen(p->model));
 		ki_buf_puts(b, ",");
 	}
-	ki_buf_printf(b, "\"verdict\":\"%s\"}", !p->known ? "Unknown" :
-	    p->implausible ? "Implausible" : "Plausible");
+	ki_buf_puts(b, !p->known ? "\"verdict\":\"Unknown\"}" :
+	    p->implausible ? "\"verdict\":\"Implausible\"}" :
+	    "\"verdict\":\"Plausible\"}");
 }

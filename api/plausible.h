@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <stdint.h>
 
+#include "api/object.h"
 #include "lib/ki.h"
 #include "store/store.h"
 
@@ -32,9 +33,17 @@ typedef struct api_plausibility {
 struct json_object *api_run_workload(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, int *derived);
 
+/* The same from the run's resolved Workload spec (borrowed, may be NULL). */
+struct json_object *api_run_workload_from(struct json_object *spec,
+	struct json_object *wl_ref, int *derived);
+
 /* Evaluates a run (spec borrowed, refs in API_REF order). */
 void api_plausibility_eval(store_txn *txn, struct json_object *spec,
 	const uint8_t *refs, size_t nrefs, api_plausibility *out);
+
+/* The same from references already resolved (rr borrowed). */
+void api_plausibility_eval_from(struct json_object *spec,
+	const api_run_refs *rr, api_plausibility *out);
 
 /* Appends ,"plausibility":{…} for out to a status object being written. */
 void api_plausibility_render(const api_plausibility *p, ki_buf *b);

@@ -252,6 +252,13 @@ typedef struct refresh_arg {
 	int rc;
 } refresh_arg;
 
+static int store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
+	struct json_object *meta, const char *spec, size_t spec_len,
+	struct json_object *spec_tree,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	const char *name, const char *natkey, size_t natkey_len,
+	struct json_object *extra_status);
+
 /* Renders and stores one object of kind k: meta (borrowed; its
  * resourceVersion is set here, and for runs its derived labels), the
  * canonical spec bytes, the digest and references. Every input must stay
@@ -302,25 +309,45 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	const char *name, const char *natkey, size_t natkey_len,
 	struct json_object *extra_status)
 {
+	return store_object(ctx, txn, k, meta, spec, spec_len, NULL, digest,
+	    refs, nrefs, name, natkey, natkey_len, extra_status);
+}
+
+/* api_store_object, where spec_tree (borrowed, may be NULL) is the tree
+ * whose canonical form spec is: derived labels and plausibility read the
+ * same strings and numbers from it as from spec parsed again. */
+static int
+store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
+	struct json_object *meta, const char *spec, size_t spec_len,
+	struct json_object *spec_tree,
+	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
+	const char *name, const char *natkey, size_t natkey_len,
+	struct json_object *extra_status)
+{
 	struct json_object *labels = NULL, *spec_obj = NULL;
-	ki_buf metab, status, json, lblob, fblob;
+	ki_buf metab, status, json, lblob, fblob, rvs;
 	api_plausibility pl;
+	api_run_refs rr;
 	store_obj o;
-	char rvs[24];
 	int rc;
 
 	memset(&pl, 0, sizeof(pl));
+	memset(&rr, 0, sizeof(rr));
 	ki_buf_init(&metab);
 	ki_buf_init(&status);
 	ki_buf_init(&json);
 	ki_buf_init(&lblob);
 	ki_buf_init(&fblob);
+	ki_buf_init(&rvs);
 	memset(&o, 0, sizeof(o));
 	o.kind = k->id;
 	o.rv = store_next_rv(txn);
-	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
+	if (ki_buf_put_u64(&rvs, o.rv) != KI_OK) {
+		rc = KI_ENOMEM;
+		goto out;
+	}
 	json_object_object_add(meta, "resourceVersion",
-	    json_object_new_string(rvs));
+	    json_object_new_string_len(rvs.data, (int)rvs.len));
 	if (!json_object_object_get_ex(meta, "labels", &labels) ||
 	    labels == NULL) {
 		labels = json_object_new_object();
@@ -331,14 +358,18 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		json_object_object_add(meta, "labels", labels);
 	}
 	if (k->id == API_RUN) {
-		if ((spec_obj = api_json_parse_len(spec, spec_len)) == NULL) {
+		if (spec_tree != NULL)
+			spec_obj = json_object_get(spec_tree);
+		else if ((spec_obj = api_json_parse_len(spec, spec_len)) == NULL) {
 			rc = KI_ESTORE;
 			goto out;
 		}
-		rc = api_run_derive_labels(txn, spec_obj, refs, nrefs, labels);
+		/* Labels and plausibility read the same references: load once. */
+		api_run_refs_load(txn, refs, nrefs, &rr);
+		rc = api_run_derive_labels_from(spec_obj, &rr, labels);
 		if (rc != KI_OK)
 			goto out;
-		api_plausibility_eval(txn, spec_obj, refs, nrefs, &pl);
+		api_plausibility_eval_from(spec_obj, &rr, &pl);
 		json_object_object_add(labels, "verdict", json_object_new_string(
 		    !pl.known ? "unknown" : pl.implausible ? "implausible" :
 		    "plausible"));
@@ -376,8 +407,10 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	o.facets_len = fblob.len;
 	rc = store_put(txn, &o);
 out:
+	api_run_refs_free(&rr);
 	if (spec_obj != NULL)
 		json_object_put(spec_obj);
+	ki_buf_free(&rvs);
 	ki_buf_free(&metab);
 	ki_buf_free(&status);
 	ki_buf_free(&json);
@@ -631,9 +664,9 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 			json_object_object_add(extra, "phase",
 			    json_object_new_string("Pending"));
 	}
-	rc = api_store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
-	    d->spec_len, d->digest, d->refs[0], d->nrefs, d->name,
-	    d->natkey.data, d->natkey.len, extra);
+	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
+	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
+	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, extra);
 	if (extra != NULL)
 		json_object_put(extra);
 	json_object_put(meta);
@@ -709,14 +742,30 @@ count_element(const element *e, size_t *created, size_t *unchanged,
 	}
 }
 
+/* Appends ,? {"index":N, the start of one item. */
+static void
+item_head(ki_buf *out, int first, long index)
+{
+	if (!first)
+		ki_buf_putc(out, ',');
+	ki_buf_puts(out, "{\"index\":");
+	if (index < 0) {
+		ki_buf_putc(out, '-');
+		ki_buf_put_u64(out, (uint64_t)0 - (uint64_t)index);
+	} else {
+		ki_buf_put_u64(out, (uint64_t)index);
+	}
+	ki_buf_putc(out, ',');
+}
+
 /* Appends e's items of an UploadResult; *first is cleared after the
  * first. */
 static void
 render_items(const element *e, int *first, ki_buf *out)
 {
 	if (e->failed) {
-		ki_buf_printf(out, "%s{\"index\":%ld,\"result\":\"failed\","
-		    "\"status\":", *first ? "" : ",", e->index);
+		item_head(out, *first, e->index);
+		ki_buf_puts(out, "\"result\":\"failed\",\"status\":");
 		api_status_render(&e->st, out);
 		ki_buf_putc(out, '}');
 		*first = 0;
@@ -725,16 +774,22 @@ render_items(const element *e, int *first, ki_buf *out)
 	for (size_t j = 0; j < e->ndocs; j++) {
 		const api_doc *d = &e->docs[j];
 
-		ki_buf_printf(out, "%s{\"index\":%ld,", *first ? "" : ",",
-		    e->index);
+		item_head(out, *first, e->index);
 		if (d->path[0] != '\0' && d->kind->bundle_part != NULL &&
-		    e->ndocs > 1)
-			ki_buf_printf(out, "\"part\":\"%s\",", d->kind->bundle_part);
-		ki_buf_printf(out, "\"kind\":\"%s\",\"name\":", d->kind->kind);
+		    e->ndocs > 1) {
+			ki_buf_puts(out, "\"part\":\"");
+			ki_buf_puts(out, d->kind->bundle_part);
+			ki_buf_puts(out, "\",");
+		}
+		ki_buf_puts(out, "\"kind\":\"");
+		ki_buf_puts(out, d->kind->kind);
+		ki_buf_puts(out, "\",\"name\":");
 		ki_buf_json_string(out, d->stored_name ? d->stored_name : "",
 		    d->stored_name ? strlen(d->stored_name) : 0);
-		ki_buf_printf(out, ",\"digest\":\"%s\",\"result\":\"%s\"}",
-		    d->digest_str, d->created ? "created" : "unchanged");
+		ki_buf_puts(out, ",\"digest\":\"");
+		ki_buf_puts(out, d->digest_str);
+		ki_buf_puts(out, d->created ? "\",\"result\":\"created\"}" :
+		    "\",\"result\":\"unchanged\"}");
 		*first = 0;
 	}
 }
@@ -744,11 +799,17 @@ static void
 render_result_head(uint64_t rv, int dry_run, size_t created,
 	size_t unchanged, size_t failed, ki_buf *out)
 {
-	ki_buf_printf(out, "{\"apiVersion\":\"" API_GROUP_VERSION "\","
-	    "\"kind\":\"UploadResult\",\"metadata\":{\"resourceVersion\":"
-	    "\"%llu\"},%s\"summary\":{\"created\":%zu,\"unchanged\":%zu,"
-	    "\"failed\":%zu},\"items\":[", (unsigned long long)rv,
-	    dry_run ? "\"dryRun\":true," : "", created, unchanged, failed);
+	ki_buf_puts(out, "{\"apiVersion\":\"" API_GROUP_VERSION "\","
+	    "\"kind\":\"UploadResult\",\"metadata\":{\"resourceVersion\":\"");
+	ki_buf_put_u64(out, rv);
+	ki_buf_puts(out, dry_run ? "\"},\"dryRun\":true,\"summary\":{\"created\":" :
+	    "\"},\"summary\":{\"created\":");
+	ki_buf_put_u64(out, created);
+	ki_buf_puts(out, ",\"unchanged\":");
+	ki_buf_put_u64(out, unchanged);
+	ki_buf_puts(out, ",\"failed\":");
+	ki_buf_put_u64(out, failed);
+	ki_buf_puts(out, "},\"items\":[");
 }
 
 static void

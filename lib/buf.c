@@ -100,7 +100,27 @@ ki_buf_puts(ki_buf *b, const char *s)
 int
 ki_buf_putc(ki_buf *b, char c)
 {
+	/* The common case, room already there, skips the call and memcpy:
+	 * serializers append one byte at a time. */
+	if (!b->oom && b->len + 2 <= b->cap) {
+		b->data[b->len++] = c;
+		b->data[b->len] = '\0';
+		return KI_OK;
+	}
 	return ki_buf_append(b, &c, 1);
+}
+
+int
+ki_buf_put_u64(ki_buf *b, uint64_t v)
+{
+	char tmp[20];
+	size_t n = sizeof(tmp);
+
+	do {
+		tmp[--n] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v > 0);
+	return ki_buf_append(b, tmp + n, sizeof(tmp) - n);
 }
 
 int
@@ -183,6 +203,12 @@ ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 		unsigned char c = (unsigned char)s[i];
 		char esc[6];
 		size_t elen = 2, u;
+
+		/* Plain ASCII runs are the common case: one test per byte. */
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
 
 		if (c >= 0x80) {
 			u = ki_utf8_len((const unsigned char *)s + i, n - i);

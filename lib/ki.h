@@ -44,6 +44,8 @@ int ki_buf_reserve(ki_buf *b, size_t extra);
 int ki_buf_append(ki_buf *b, const void *p, size_t n);
 int ki_buf_puts(ki_buf *b, const char *s);
 int ki_buf_putc(ki_buf *b, char c);
+/* Appends v in decimal (what "%llu" writes, without printf's cost). */
+int ki_buf_put_u64(ki_buf *b, uint64_t v);
 int ki_buf_printf(ki_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int ki_buf_vprintf(ki_buf *b, const char *fmt, va_list ap)

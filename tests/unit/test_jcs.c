@@ -1,8 +1,10 @@
 /* tests/unit/test_jcs.c — CUnit tests of api/jcs.c: RFC 8785 vectors and
  * numbers, the content digest of the seed, and the raw-text checks. */
 #include "api/jcs.h"
+#include "api/object.h"
 
 #include <CUnit/CUnit.h>
+#include <json-c/json_object_iterator.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -765,6 +767,160 @@ test_out_of_memory(void)
 	json_object_put(o);
 }
 
+/* Are two trees the same to every reader: types, values, the text a double
+ * keeps, member order? */
+static int
+same_tree(struct json_object *a, struct json_object *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	if (json_object_get_type(a) != json_object_get_type(b))
+		return 0;
+	switch (json_object_get_type(a)) {
+	case json_type_null:
+		return 1;
+	case json_type_boolean:
+		return json_object_get_boolean(a) == json_object_get_boolean(b);
+	case json_type_int:
+		return json_object_get_int64(a) == json_object_get_int64(b) &&
+		    json_object_get_uint64(a) == json_object_get_uint64(b);
+	case json_type_double: {
+		double x = json_object_get_double(a), y = json_object_get_double(b);
+
+		return memcmp(&x, &y, sizeof(x)) == 0 &&
+		    strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
+	}
+	case json_type_string:
+		return json_object_get_string_len(a) == json_object_get_string_len(b) &&
+		    memcmp(json_object_get_string(a), json_object_get_string(b),
+		    (size_t)json_object_get_string_len(a)) == 0;
+	case json_type_array:
+		if (json_object_array_length(a) != json_object_array_length(b))
+			return 0;
+		for (size_t i = 0; i < json_object_array_length(a); i++)
+			if (!same_tree(json_object_array_get_idx(a, i),
+			    json_object_array_get_idx(b, i)))
+				return 0;
+		return 1;
+	case json_type_object: {
+		struct json_object_iterator ia = json_object_iter_begin(a);
+		struct json_object_iterator ea = json_object_iter_end(a);
+		struct json_object_iterator ib = json_object_iter_begin(b);
+		struct json_object_iterator eb = json_object_iter_end(b);
+
+		for (; !json_object_iter_equal(&ia, &ea); json_object_iter_next(&ia),
+		    json_object_iter_next(&ib)) {
+			if (json_object_iter_equal(&ib, &eb) ||
+			    strcmp(json_object_iter_peek_name(&ia),
+			    json_object_iter_peek_name(&ib)) != 0 ||
+			    !same_tree(json_object_iter_peek_value(&ia),
+			    json_object_iter_peek_value(&ib)))
+				return 0;
+		}
+		return json_object_iter_equal(&ib, &eb);
+	}
+	}
+	return 0;
+}
+
+/* api_json_parse parses plain uploads in one pass of its own: what it
+ * accepts must be json-c's strict tree, and what it leaves to the full
+ * path must still be refused there. */
+static void
+test_parse_tree(void)
+{
+	static const struct {
+		const char *text;
+		int ok;
+	} cases[] = {
+		{ "{}", 1 },
+		{ " \t\r\n{\"a\":[],\"b\":{},\"c\":[[],{}]} \n", 1 },
+		{ "{\"a\":true,\"b\":false,\"c\":null,\"d\":[null,true]}", 1 },
+		{ "{\"i\":0,\"j\":-0,\"k\":123456789012345678,"
+		  "\"l\":-123456789012345678,\"m\":1234567890123456789,"
+		  "\"n\":9223372036854775807,\"o\":18446744073709551615}", 1 },
+		{ "{\"a\":0.0,\"b\":-0.0,\"c\":1e5,\"d\":1E+5,\"e\":-2.5E-3,"
+		  "\"f\":7.484294414520264,\"g\":1e21,\"h\":1.50,\"i\":5e-324,"
+		  "\"j\":1.7976931348623157e308,\"k\":100e-2}", 1 },
+		{ "{\"a\":\"\\u0041\\u00e9\\u20ac\\ud83d\\ude00\\\"\\\\\\/\\b\\f\\n"
+		  "\\r\\t\",\"\\u0061b\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", 1 },
+		{ "{\"\":\"\",\"a\":\"\\u0000\"}", 1 },
+		{ "{\"a\":[1,2,{\"b\":[3,{\"c\":\"d\"}]}]}", 1 },
+		/* Out of range: the full path takes json-c's infinity (a schema
+		 * refuses it later). */
+		{ "{\"a\":1e400}", 1 },
+		/* json-c takes "1." for 1.0: so does the full path. */
+		{ "{\"a\":1.}", 1 },
+		/* Left to the full path, which refuses them. */
+		{ "{\"a\":1,\"a\":2}", 0 },
+		{ "{\"a\":1,\"\\u0061\":2}", 0 },
+		{ "{\"a\":\"\\ud800\"}", 0 },
+		{ "{\"a\\u0000b\":1}", 0 },
+		{ "{\"a\":9.3e18}", 0 },
+		{ "{\"a\":99999999999999999999}", 0 },
+		{ "{\"a\":01}", 0 },
+		{ "{\"a\":[1,]}", 0 },
+		{ "{\"a\":1,}", 0 },
+		{ "{\"a\":\"x\x01\"}", 0 },
+		{ "{\"a\":\"\xc0\xaf\"}", 0 },
+		{ "{\"a\":NaN}", 0 },
+		{ "{'a':1}", 0 },
+		{ "{\"a\":1} x", 0 },
+		{ "{\"a\":tru}", 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *t = cases[i].text;
+		struct json_object *got = NULL, *want;
+		json_tokener *tok;
+		api_status st;
+		int rc;
+
+		api_status_init(&st);
+		rc = api_json_parse(t, strlen(t), 32, &got, &st);
+		if (rc != (cases[i].ok ? KI_OK : KI_EINVAL))
+			fprintf(stderr, "test_parse_tree: case %zu: rc %d\n", i, rc);
+		CU_ASSERT_EQUAL(rc, cases[i].ok ? KI_OK : KI_EINVAL);
+		if (rc == KI_OK) {
+			tok = json_tokener_new_ex(32);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+			json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+			    JSON_TOKENER_VALIDATE_UTF8);
+			want = json_tokener_parse_ex(tok, t, (int)strlen(t));
+			CU_ASSERT_PTR_NOT_NULL(want);
+			CU_ASSERT(same_tree(got, want));
+			json_object_put(want);
+			json_tokener_free(tok);
+		} else {
+			CU_ASSERT_EQUAL(st.code, 400);
+		}
+		if (got != NULL)
+			json_object_put(got);
+		api_status_free(&st);
+	}
+}
+
+/* The same for the seed: every number and string as json-c has them. */
+static void
+test_parse_tree_seed(void)
+{
+	struct json_object *got = NULL, *want;
+	api_status st;
+	size_t len;
+	char *text = read_shared("seed/embedding-full-huggingface-a100.json",
+	    &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	api_status_init(&st);
+	CU_ASSERT_EQUAL(api_json_parse(text, len, 32, &got, &st), KI_OK);
+	want = json_tokener_parse(text);
+	CU_ASSERT(same_tree(got, want));
+	json_object_put(got);
+	json_object_put(want);
+	api_status_free(&st);
+	free(text);
+}
+
 int
 test_jcs_register(void)
 {
@@ -786,6 +942,8 @@ test_jcs_register(void)
 		{ "duplicate keys, big document", test_duplicate_keys_big },
 		{ "lossy text", test_lossy },
 		{ "out of memory", test_out_of_memory },
+		{ "parsed tree is json-c's", test_parse_tree },
+		{ "parsed tree of the seed", test_parse_tree_seed },
 	};
 	CU_pSuite s;
 	size_t i;
