@@ -17,8 +17,20 @@
 #define MAX_ANNOTATION_BYTES (256 * 1024)
 
 void
+api_prerender_free(api_prerender *p)
+{
+	if (p == NULL)
+		return;
+	ki_buf_free(&p->json);
+	ki_buf_free(&p->labels);
+	ki_buf_free(&p->facets);
+	free(p);
+}
+
+void
 api_doc_free(api_doc *d)
 {
+	api_prerender_free(d->pre);
 	if (d->obj != NULL)
 		json_object_put(d->obj);
 	ki_buf_free(&d->canon);

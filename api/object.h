@@ -17,6 +17,18 @@
 enum { API_REF_PROTOCOL, API_REF_WORKLOAD, API_REF_ENVIRONMENT,
 	API_REF_IMPLEMENTATION, API_NREFS };
 
+/* An object rendered ahead of its write transaction, from a read of the
+ * store: its store_obj (json, labels and facets point into the buffers
+ * here), the offset in json of the one-character resourceVersion left to
+ * fill in, and the ids its references resolved to (0: none), which the
+ * write checks before it uses the rendering. */
+typedef struct api_prerender {
+	store_obj o;
+	ki_buf json, labels, facets;
+	size_t rv_at;
+	uint64_t ref_ids[API_NREFS];
+} api_prerender;
+
 typedef struct api_doc {
 	const api_kind *kind;
 	struct json_object *obj;     /* owned */
@@ -29,11 +41,15 @@ typedef struct api_doc {
 	ki_buf natkey;               /* runs: source + US + externalId */
 	uint8_t refs[API_NREFS][API_DIGEST_LEN];
 	size_t nrefs;
+	api_prerender *pre;          /* owned, or NULL */
 	/* Filled by the write. */
 	int created;                 /* 1 created, 0 unchanged */
 	char *stored_name;           /* the name it is stored under */
 	uint64_t rv;
+	uint64_t ref_ids[API_NREFS]; /* what its references resolve to now */
 } api_doc;
+
+void api_prerender_free(api_prerender *p);
 
 void api_doc_free(api_doc *d);
 

@@ -1,5 +1,6 @@
 /* api/service.c — create, get, list and delete over the store, and the
  * bundle / List / NDJSON upload paths. */
+#define _GNU_SOURCE /* memmem */
 #include "api/service.h"
 #include "api/service_int.h"
 
@@ -257,7 +258,7 @@ static int store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *spec_tree,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
-	struct json_object *extra_status);
+	struct json_object *extra_status, api_prerender *pre);
 
 /* Renders and stores one object of kind k: meta (borrowed; its
  * resourceVersion is set here, and for runs its derived labels), the
@@ -310,19 +311,22 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *extra_status)
 {
 	return store_object(ctx, txn, k, meta, spec, spec_len, NULL, digest,
-	    refs, nrefs, name, natkey, natkey_len, extra_status);
+	    refs, nrefs, name, natkey, natkey_len, extra_status, NULL);
 }
 
 /* api_store_object, where spec_tree (borrowed, may be NULL) is the tree
  * whose canonical form spec is: derived labels and plausibility read the
- * same strings and numbers from it as from spec parsed again. */
+ * same strings and numbers from it as from spec parsed again. With pre
+ * set, txn may be a read transaction: the object is rendered with the
+ * resourceVersion "0" into pre (which owns the buffers) and not stored;
+ * put_prerendered() stores it later. */
 static int
 store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *meta, const char *spec, size_t spec_len,
 	struct json_object *spec_tree,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
-	struct json_object *extra_status)
+	struct json_object *extra_status, api_prerender *pre)
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
 	ki_buf metab, status, json, lblob, fblob, rvs;
@@ -341,7 +345,7 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	ki_buf_init(&rvs);
 	memset(&o, 0, sizeof(o));
 	o.kind = k->id;
-	o.rv = store_next_rv(txn);
+	o.rv = pre != NULL ? 0 : store_next_rv(txn);
 	if (ki_buf_put_u64(&rvs, o.rv) != KI_OK) {
 		rc = KI_ENOMEM;
 		goto out;
@@ -405,6 +409,31 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	o.labels_len = lblob.len;
 	o.facets = fblob.len ? fblob.data : NULL;
 	o.facets_len = fblob.len;
+	if (pre != NULL) {
+		static const char pat[] = "\"resourceVersion\":\"0\"";
+		const char *at = memmem(o.json + o.meta_off, o.meta_len, pat,
+		    sizeof(pat) - 1);
+
+		/* In canonical metadata this is the key itself: inside a string
+		 * value every quote would be escaped. */
+		if (at == NULL) {
+			rc = KI_ESTORE;
+			goto out;
+		}
+		pre->rv_at = (size_t)(at - o.json) + sizeof(pat) - 3;
+		pre->o = o;
+		pre->json = json;
+		pre->labels = lblob;
+		pre->facets = fblob;
+		ki_buf_init(&json);
+		ki_buf_init(&lblob);
+		ki_buf_init(&fblob);
+		pre->o.json = pre->json.data;
+		pre->o.labels = pre->labels.len ? pre->labels.data : NULL;
+		pre->o.facets = pre->facets.len ? pre->facets.data : NULL;
+		rc = KI_OK;
+		goto out;
+	}
 	rc = store_put(txn, &o);
 out:
 	api_run_refs_free(&rr);
@@ -588,6 +617,7 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 		if (rc != KI_ENOTFOUND)
 			goto store_fail;
 	}
+	memset(d->ref_ids, 0, sizeof(d->ref_ids));
 	for (size_t i = 0; i < d->nrefs; i++) {
 		const api_kind *want = api_kind_by_id(ref_kinds[i]);
 		const api_kind *got;
@@ -597,8 +627,11 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 			continue;
 		if (rc != KI_OK)
 			goto store_fail;
-		if (o.kind == want->id)
+		if (o.kind == want->id) {
+			if (i < API_NREFS)
+				d->ref_ids[i] = o.seq;
 			continue;
+		}
 		got = api_kind_by_id(o.kind);
 		api_status_fail(st, 422, "Invalid", "%s%s%s.%s names a %s (\"%.*s\"), "
 		    "not a %s", d->path, *d->path ? ": " : "", "spec",
@@ -649,12 +682,95 @@ store_fail:
 	return rc;
 }
 
+/* Stores a prerendered object with this transaction's resourceVersion
+ * written into it. */
+static int
+put_prerendered(store_txn *txn, const api_prerender *p)
+{
+	store_obj o = p->o;
+	ki_buf json, rvs;
+	size_t delta;
+	int rc;
+
+	ki_buf_init(&json);
+	ki_buf_init(&rvs);
+	o.rv = store_next_rv(txn);
+	ki_buf_put_u64(&rvs, o.rv);
+	ki_buf_append(&json, p->json.data, p->rv_at);
+	ki_buf_append(&json, rvs.data, rvs.len);
+	ki_buf_append(&json, p->json.data + p->rv_at + 1,
+	    p->json.len - p->rv_at - 1);
+	if (json.oom || rvs.oom) {
+		rc = KI_ENOMEM;
+		goto out;
+	}
+	delta = rvs.len - 1;
+	o.json = json.data;
+	o.json_len = json.len;
+	o.meta_len += (uint32_t)delta;
+	o.spec_off += (uint32_t)delta;
+	o.status_off += (uint32_t)delta;
+	rc = store_put(txn, &o);
+out:
+	ki_buf_free(&json);
+	ki_buf_free(&rvs);
+	return rc;
+}
+
+/* Renders d ahead of its write, reading the store through txn, when it is
+ * new there (its name, content and natural key unknown); the write uses
+ * the rendering if its references still resolve to the same objects.
+ * Failing quietly is fine: the write renders it then. */
+static void
+prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
+{
+	static const int ref_kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
+		API_ENVIRONMENT, API_IMPLEMENTATION };
+	struct json_object *doc_meta = NULL, *meta;
+	api_prerender *p;
+	store_obj o;
+
+	if (d->kind->id == API_VERIFICATION || d->pre != NULL ||
+	    store_get_by_name(txn, d->kind->id, d->name, strlen(d->name), &o) !=
+	    KI_ENOTFOUND ||
+	    (d->kind->content_identity &&
+	    store_get_by_digest(txn, d->digest, &o) != KI_ENOTFOUND) ||
+	    (d->natkey.len > 0 && store_get_by_natkey(txn, d->kind->id,
+	    d->natkey.data, d->natkey.len, &o) != KI_ENOTFOUND))
+		return;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return;
+	for (size_t i = 0; i < d->nrefs && i < API_NREFS; i++)
+		if (store_get_by_digest(txn, d->refs[i], &o) == KI_OK &&
+		    o.kind == ref_kinds[i])
+			p->ref_ids[i] = o.seq;
+	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
+	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL ||
+	    store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
+	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
+	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, NULL,
+	    p) != KI_OK) {
+		api_prerender_free(p);
+		p = NULL;
+	}
+	if (meta != NULL)
+		json_object_put(meta);
+	d->pre = p;
+}
+
 static int
 put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
 	struct json_object *doc_meta = NULL, *meta, *extra = NULL;
 	int rc;
 
+	if (d->pre != NULL && memcmp(d->pre->ref_ids, d->ref_ids,
+	    sizeof(d->ref_ids)) == 0) {
+		/* What the rendering read is what the store holds now. */
+		if ((rc = put_prerendered(txn, d->pre)) != KI_OK)
+			return rc;
+		goto stored;
+	}
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
 	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL)
 		return KI_ENOMEM;
@@ -666,12 +782,14 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	}
 	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
-	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, extra);
+	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, extra,
+	    NULL);
 	if (extra != NULL)
 		json_object_put(extra);
 	json_object_put(meta);
 	if (rc != KI_OK)
 		return rc;
+stored:
 	d->rv = store_next_rv(txn) - 1;
 	if (d->kind->content_identity && d->kind->id != API_RUN)
 		rc = refresh_referrers(ctx, txn, d->digest);
@@ -1135,7 +1253,17 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	}
 	if (ctx->committer != NULL && !opt->dry_run) {
 		/* Durable writes share a commit: the caller submits the job and
-		 * answers when it is done. */
+		 * answers when it is done. The rendering of new objects happens
+		 * here, on this request's thread, so that the one thread that
+		 * writes does little more than store them. */
+		if (store_begin(ctx->st, 0, &txn) == KI_OK) {
+			for (size_t i = 0; i < j->u.n; i++)
+				for (size_t k = 0; !j->u.els[i].failed &&
+				    k < j->u.els[i].ndocs; k++)
+					prerender_doc(ctx, txn, &j->u.els[i].docs[k]);
+			store_abort(txn);
+			txn = NULL;
+		}
 		j->job.fn = create_write;
 		j->job.arg = j;
 		j->user_done = NULL;
