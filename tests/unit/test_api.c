@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "api/commit.h"
+#include "api/jcs.h"
 #include "api/object.h"
 #include "api/schema.h"
 #include "api/labels.h"
@@ -332,6 +335,166 @@ test_syntax_checks(void)
 	CU_ASSERT_TRUE(api_parse_time("2024-02-29T00:00:00Z", &t));
 }
 
+static const char workload_doc[] = "{\"apiVersion\":\"kernelindex.dev/"
+    "v1alpha1\",\"kind\":\"Workload\",\"metadata\":{\"name\":\"ce-fwd\"},"
+    "\"spec\":{\"kernel\":\"cross_entropy\",\"pass\":\"forward\","
+    "\"dtype\":\"float32\",\"parameters\":{\"batch\":8,\"seq\":2048,"
+    "\"vocab\":4096},\"sweep\":\"vocab\"}}";
+
+static volatile int job_done;
+
+static void
+on_job_done(api_job *job, int commit_rc)
+{
+	(void)job;
+	(void)commit_rc;
+	__atomic_store_n(&job_done, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The seed's run renamed to name, naming workload digest wd (or keeping
+ * its own when NULL); caller frees. */
+static char *
+seed_run(const char *name, const char *wd)
+{
+	size_t len;
+	char *seed = seed_text(&len), *out;
+	struct json_object *b = seed ? json_tokener_parse(seed) : NULL, *run;
+	struct json_object *spec, *sn;
+
+	free(seed);
+	if (b == NULL)
+		return NULL;
+	run = json_object_get(json_object_object_get(b, "run"));
+	json_object_put(b);
+	spec = json_object_object_get(run, "spec");
+	sn = json_object_object_get(spec, "sourceNative");
+	json_object_object_add(json_object_object_get(run, "metadata"), "name",
+	    json_object_new_string(name));
+	json_object_object_add(sn, "externalId", json_object_new_string(name));
+	if (wd != NULL)
+		json_object_object_add(spec, "workloadDigest",
+		    json_object_new_string(wd));
+	out = strdup(json_object_to_json_string_ext(run, JSON_C_TO_STRING_PLAIN));
+	json_object_put(run);
+	return out;
+}
+
+/* The answer's JSON without what two renderings of one upload differ in. */
+static char *
+normalized(const char *body)
+{
+	struct json_object *o = json_tokener_parse(body), *m, *c;
+	char *out;
+
+	if (o == NULL)
+		return NULL;
+	m = json_object_object_get(o, "metadata");
+	json_object_object_del(m, "uid");
+	json_object_object_del(m, "creationTimestamp");
+	json_object_object_del(m, "resourceVersion");
+	c = json_object_object_get(json_object_object_get(o, "status"),
+	    "conditions");
+	for (size_t i = 0; c != NULL && i < json_object_array_length(c); i++)
+		json_object_object_del(json_object_array_get_idx(c, i),
+		    "lastTransitionTime");
+	{
+		ki_buf jb;
+
+		ki_buf_init(&jb);
+		api_jcs_serialize(o, &jb);
+		out = ki_buf_steal(&jb, NULL);
+	}
+	json_object_put(o);
+	return out;
+}
+
+/* Submits the job api_create left in r and waits for its answer. */
+static void
+run_job(api_resp *r)
+{
+	__atomic_store_n(&job_done, 0, __ATOMIC_SEQ_CST);
+	api_create_submit(&ctx, r, on_job_done, NULL);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&job_done, __ATOMIC_SEQ_CST);
+	    i++)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+}
+
+/* Through the committer a new object is rendered before its write: the
+ * stored object is the one a render inside the write gives, and a
+ * reference that resolves between the two is rendered resolved. */
+static void
+test_prerendered_writes(void)
+{
+	const api_kind *runs = api_kind_by_id(API_RUN);
+	const api_kind *wls = api_kind_by_id(API_WORKLOAD);
+	api_write_opts dry = { .field_validation = API_FV_WARN, .dry_run = 1 };
+	api_committer *c = NULL;
+	struct json_object *o = NULL, *w;
+	char *doc, *a = NULL, *b = NULL, wd[80] = "";
+	size_t len;
+	char *seed = seed_text(&len);
+	api_resp r;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seed);
+	post(runs, seed, NULL, &r);   /* protocol and environment, stored */
+	api_resp_free(&r);
+	free(seed);
+	/* The workload's digest, from a dry run that stores nothing. */
+	CU_ASSERT_EQUAL(post(wls, workload_doc, &dry, &r), 201);
+	o = json_tokener_parse(r.body.data);
+	w = json_object_object_get(json_object_object_get(o, "status"), "digest");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	snprintf(wd, sizeof(wd), "%s", json_object_get_string(w));
+	json_object_put(o);
+	api_resp_free(&r);
+
+	CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, st, 0, NULL, NULL), KI_OK);
+	/* 1: the same bytes as a render in the write (the dry run's). */
+	doc = seed_run("pre-one", NULL);
+	CU_ASSERT_EQUAL(post(runs, doc, &dry, &r), 201);
+	a = normalized(r.body.data);
+	api_resp_free(&r);
+	ctx.committer = c;
+	post(runs, doc, NULL, &r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.job);
+	run_job(&r);
+	CU_ASSERT_EQUAL(r.code, 201);
+	b = normalized(r.body.data);
+	CU_ASSERT(a != NULL && b != NULL && strcmp(a, b) == 0);
+	api_resp_free(&r);
+	free(doc);
+	free(a);
+	free(b);
+	/* 2: rendered while its workload is unknown, written after it came. */
+	doc = seed_run("pre-two", wd);
+	post(runs, doc, NULL, &r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.job);
+	ctx.committer = NULL;
+	{
+		api_resp rw;
+
+		CU_ASSERT_EQUAL(post(wls, workload_doc, NULL, &rw), 201);
+		api_resp_free(&rw);
+	}
+	ctx.committer = c;
+	run_job(&r);
+	CU_ASSERT_EQUAL(r.code, 201);
+	o = json_tokener_parse(r.body.data);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	w = json_object_object_get(json_object_object_get(json_object_object_get(
+	    json_object_object_get(o, "status"), "references"), "workload"),
+	    "resolved");
+	CU_ASSERT(json_object_get_boolean(w));
+	w = json_object_object_get(json_object_object_get(json_object_object_get(
+	    o, "metadata"), "labels"), "kernel");
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(w), "cross_entropy");
+	json_object_put(o);
+	api_resp_free(&r);
+	free(doc);
+	ctx.committer = NULL;
+	api_committer_stop(c);
+}
+
 int
 test_api_register(void)
 {
@@ -346,7 +509,10 @@ test_api_register(void)
 	        NULL ||
 	    CU_add_test(s, "fieldValidation and dryRun", test_unknown_fields) ==
 	        NULL ||
-	    CU_add_test(s, "names, labels and times", test_syntax_checks) == NULL)
+	    CU_add_test(s, "names, labels and times", test_syntax_checks) == NULL ||
+	    CU_add_test(s, "writes rendered before the commit: same bytes, "
+	        "re-rendered when a reference resolves in between",
+	        test_prerendered_writes) == NULL)
 		return -1;
 	return 0;
 }
