@@ -1538,6 +1538,7 @@ typedef struct list_arg {
 	int more, table, include;
 	double now;
 	uint64_t last;              /* id of the last item */
+	uint64_t examined;          /* objects the query was matched against */
 } list_arg;
 
 static int
@@ -1545,6 +1546,7 @@ list_one(void *arg, const store_obj *o)
 {
 	list_arg *a = arg;
 
+	a->examined++;
 	if (!api_query_match(a->q, o))
 		return 0;
 	if (a->limit != 0 && a->n == a->limit) {
@@ -1629,13 +1631,14 @@ parse_after(const ki_buf *tok, int kind, uint64_t *id)
  * kind's range. fn still checks every requirement. */
 static int
 run_query(store_txn *txn, const api_kind *k, const api_query *q,
-	uint64_t after, store_each_fn fn, void *arg)
+	uint64_t after, store_each_fn fn, void *arg, int *path)
 {
 	store_term *terms = NULL;
 	store_alt *alts = NULL;
 	size_t nterms = 0, nalts = 0, total = 0;
 	int rc;
 
+	*path = API_LIST_BY_NAME;
 	for (size_t i = 0; i < q->fields->n; i++) {
 		const api_requirement *r = &q->fields->reqs[i];
 		store_obj o;
@@ -1688,6 +1691,7 @@ run_query(store_txn *txn, const api_kind *k, const api_query *q,
 		terms[nterms].alts = &alts[first];
 		terms[nterms++].nalts = r->nvalues;
 	}
+	*path = nterms > 0 ? API_LIST_BY_INDEX : API_LIST_BY_RANGE;
 	rc = store_list_index(txn, k->id, terms, nterms, after, fn, arg);
 out:
 	free(terms);
@@ -1705,7 +1709,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	ki_buf after, tok;
 	uint64_t after_id = 0;
 	api_status st;
-	int rc;
+	int rc, path;
 
 	memset(&a, 0, sizeof(a));
 	memset(&q, 0, sizeof(q));
@@ -1745,7 +1749,10 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	else
 		ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
 		    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
-	rc = run_query(txn, k, &q, after_id, list_one, &a);
+	rc = run_query(txn, k, &q, after_id, list_one, &a, &path);
+	__atomic_add_fetch(&ctx->lists.requests[path], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctx->lists.examined, a.examined, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctx->lists.returned, a.n, __ATOMIC_RELAXED);
 	if (rc != KI_OK && rc != 1) {
 		api_fail_rc(r, rc, "listing");
 		goto out;
@@ -1859,7 +1866,9 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	if (q.labels->n == 0) {
 		rc = store_facets(txn, k->id, facet_stored, &f);
 	} else {
-		rc = run_query(txn, k, &q, 0, facet_scan, &f);
+		int path;
+
+		rc = run_query(txn, k, &q, 0, facet_scan, &f, &path);
 	}
 	if (rc != KI_OK) {
 		api_fail_rc(r, rc, "counting");

@@ -18,6 +18,15 @@
 struct api_committer;
 struct api_job;
 
+/* How lists were served, for /metrics: counted with atomic adds. */
+enum { API_LIST_BY_NAME, API_LIST_BY_INDEX, API_LIST_BY_RANGE,
+	API_LIST_PATHS };
+typedef struct api_list_stats {
+	uint64_t requests[API_LIST_PATHS]; /* lists, by access path */
+	uint64_t examined;      /* objects read and matched against a query */
+	uint64_t returned;      /* items answered */
+} api_list_stats;
+
 typedef struct api_ctx {
 	store *st;
 	/* Group commit: when set, durable creates are queued to it and their
@@ -31,6 +40,7 @@ typedef struct api_ctx {
 	/* Where a streamed upload's answer spills to an unlinked file (NULL:
 	 * the system's temporary directory). */
 	const char *spill_dir;
+	api_list_stats lists;
 } api_ctx;
 
 #define API_MAX_WARNINGS 16

@@ -388,6 +388,10 @@ def table(results, out):
             add("list, limit=100, %s, %s (ms): %s → %s runs" %
                 (label, p, small, large),
                 fmt(ms(a)), fmt(ms(b)), fmt(r, "×"), g, ok, scale=True)
+        a, b = "list_small_%s_examined" % q, "list_large_%s_examined" % q
+        add("  objects the daemon read for the page (/metrics): %s → %s "
+            "runs" % (small, large), fmt(m(a)), fmt(m(b)),
+            fmt(ratio(b, a), "×"), "", None, scale=True)
         a, b = "list_small_%s_cpu_us" % q, "list_large_%s_cpu_us" % q
         if q != "scan":
             add("  server CPU per request (µs): %s → %s runs" % (small, large),

@@ -450,6 +450,11 @@ say "== 4. lists at 10,000 runs and at a large store"
 LD=$T/list
 SMALL=10000
 # list_measure SCALE — the six queries, REPS times each, one connection.
+# Objects lists have read so far (the daemon's /metrics).
+examined() {
+	curl -sS "http://127.0.0.1:$KI_PORT/metrics" |
+	    awk '$1 == "kernelindex_list_objects_examined_total" {print $2}'
+}
 list_measure() {
 	local sc=$1 total emb off loff tok ltok i q url
 	curl -sS "$KI/facets" >"$T/facets.json"
@@ -486,6 +491,11 @@ list_measure() {
 			[ "$(curl -s -o /dev/null -w '%{http_code}' \
 			    "$KI/benchmarkruns?$url")" = 200 ] ||
 			    die "list $q answered non-200"
+			# How the daemon served it: objects it read per page
+			# (/metrics counts them), against the 100 it answers.
+			e0=$(examined)
+			curl -s -o /dev/null "$KI/benchmarkruns?$url"
+			rec "list_${sc}_${q}_examined" "$(($(examined) - e0))"
 			wrk_run "list_${sc}_$q" "$KI_PID" -t1 -c1 -d${LIST_D}s \
 			    --latency --timeout 10s -s "$HERE/stats.lua" \
 			    "$KI/benchmarkruns?$url"

@@ -383,6 +383,30 @@ metrics(router *rt, api_resp *r)
 	    (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED),
 	    (double)__atomic_load_n(&m->duration_us, __ATOMIC_RELAXED) / 1e6,
 	    (unsigned long long)__atomic_load_n(&m->in_flight, __ATOMIC_RELAXED));
+	{
+		static const char *const paths[API_LIST_PATHS] = { "name", "index",
+			"range" };
+		const api_list_stats *ls = &rt->api->lists;
+
+		ki_buf_puts(b, "# HELP kernelindex_list_requests_total Lists, by "
+		    "how they were served: a name lookup, index postings, or a "
+		    "read of the kind in order.\n# TYPE "
+		    "kernelindex_list_requests_total counter\n");
+		for (int i = 0; i < API_LIST_PATHS; i++)
+			ki_buf_printf(b, "kernelindex_list_requests_total{path=\"%s\"} "
+			    "%llu\n", paths[i], (unsigned long long)
+			    __atomic_load_n(&ls->requests[i], __ATOMIC_RELAXED));
+		ki_buf_printf(b, "# HELP kernelindex_list_objects_examined_total "
+		    "Objects lists read and matched against their selectors.\n"
+		    "# TYPE kernelindex_list_objects_examined_total counter\n"
+		    "kernelindex_list_objects_examined_total %llu\n"
+		    "# HELP kernelindex_list_items_returned_total Items lists "
+		    "answered.\n# TYPE kernelindex_list_items_returned_total "
+		    "counter\nkernelindex_list_items_returned_total %llu\n",
+		    (unsigned long long)__atomic_load_n(&ls->examined,
+		    __ATOMIC_RELAXED), (unsigned long long)__atomic_load_n(
+		    &ls->returned, __ATOMIC_RELAXED));
+	}
 	if (store_stat(rt->api->st, &ss) == KI_OK)
 		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
 		    "# TYPE kernelindex_store_map_bytes gauge\n"
