@@ -1793,6 +1793,7 @@ typedef struct facet_acc {
 	struct json_object *counts;
 	const api_query *q;
 	uint64_t total;
+	ki_buf scratch;             /* an object's facets */
 } facet_acc;
 
 static int
@@ -1820,7 +1821,17 @@ facet_scan(void *arg, const store_obj *o)
 	if (!api_query_match(f->q, o))
 		return 0;
 	f->total++;
-	while (o->facets != NULL && p < end) {
+	if (o->facets_len == 0) {
+		/* Records do not carry their facets: they follow from the
+		 * labels. */
+		ki_buf_reset(&f->scratch);
+		if (api_store_facets(o->kind, o->labels, o->labels_len,
+		    &f->scratch) != KI_OK)
+			return KI_ENOMEM;
+		p = f->scratch.data;
+		end = p + f->scratch.len;
+	}
+	while (p != NULL && p < end) {
 		size_t n = strnlen(p, (size_t)(end - p));
 		char key[STORE_MAX_NATKEY + 1];
 		struct json_object *v;
@@ -1927,6 +1938,7 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 out:
 	store_abort(txn);
 	api_query_free(&q);
+	ki_buf_free(&f.scratch);
 	if (f.counts != NULL)
 		json_object_put(f.counts);
 	if (labels != NULL)

@@ -219,6 +219,9 @@ def liger_import_facets_and_reimport():
     # The same counts through a selector (scan path) and the index path.
     fs = d.get(G + '/facets?labelSelector=kernel%3Dembedding').json()
     eq(fs['total'], 144, 'facets under a selector')
+    eq(fs['labels']['kernel'], {'embedding': 144}, 'label counts under it')
+    eq(sum(fs['labels']['pass'].values()), 144, 'passes under it')
+    eq(sum(c['count'] for c in fs['combinations']), 144, 'combinations')
     items = d.get(G + '/benchmarkruns?labelSelector=kernel%3Dembedding'
                   '&limit=1000').json()['items']
     eq(len(items), 144, 'list by label')
