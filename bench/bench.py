@@ -365,10 +365,8 @@ def table(results, out):
         return "page %s → %s" % (a, b) if a and b else "a deep page"
     qs = (("label", "labelSelector=kernel=embedding, page 1"),
           ("field", "fieldSelector=metadata.name=…"),
-          ("fieldref", "fieldSelector=spec.workloadDigest=… (the seed's "
-           "workload, %s → %s runs)" % (
-               info.get("list_small_workload_runs", "?"),
-               info.get("list_large_workload_runs", "?"))),
+          ("fieldref", "fieldSelector=spec.environmentDigest=… (the "
+           "seed's A100 environment), page 1"),
           ("first", "no selector, page 1"),
           ("deep", "no selector, %s (continue)" % pages("deep")),
           ("labeldeep", "labelSelector=kernel=embedding, %s" %

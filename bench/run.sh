@@ -464,8 +464,8 @@ list_measure() {
 	# Every kernel but swiglu, as notin: a requirement no index serves, so
 	# the daemon reads runs in order until 100 swiglu runs (0.65%) match.
 	NOTIN=$(python3 -c 'import json,sys,urllib.parse; ks=sorted(k for k in json.load(open(sys.argv[1]))["labels"]["kernel"] if k != "swiglu"); print(urllib.parse.quote("kernel notin (%s)" % ",".join(ks), safe=""))' "$T/facets.json")
-	WL=$(curl -sS "$KI/benchmarkruns/$SEED_NAME" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["workloadDigest"])')
-	info "list_${sc}_workload_runs" "$(curl -sS "$KI/benchmarkruns?fieldSelector=spec.workloadDigest%3D$WL&limit=1000" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(d["items"]), "+" if d["metadata"].get("continue") else "")')"
+	# The seed's environment (an A100 SXM4): every run measured there.
+	ENV=$(curl -sS "$KI/benchmarkruns/$SEED_NAME" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["environmentDigest"])')
 	info "list_${sc}_embedding" "$emb"
 	# 90% of the way into the list, but at most page 10,000.
 	off=$((total * 9 / 10 / 100 * 100))
@@ -482,7 +482,7 @@ list_measure() {
 			case $q in
 			label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
 			field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
-			fieldref) url="limit=100&fieldSelector=spec.workloadDigest%3D$WL" ;;
+			fieldref) url="limit=100&fieldSelector=spec.environmentDigest%3D$ENV" ;;
 			first) url="limit=100" ;;
 			deep) url="limit=100&continue=$tok" ;;
 			labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=$ltok" ;;
