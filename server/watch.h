@@ -1,6 +1,7 @@
-/* server/watch.h — watch streams: each watcher is a suspended
- * libmicrohttpd connection that a commit resumes; it then reads the new
- * events from the store's history and sends the ones its selectors match. */
+/* server/watch.h — watch streams: a hub reads each commit's events once
+ * and renders each line once per representation; every watcher is a
+ * libmicrohttpd connection, suspended while idle, that the hub resumes when
+ * events it selects are ready and that then sends the shared lines. */
 #ifndef SERVER_WATCH_H
 #define SERVER_WATCH_H
 
@@ -26,7 +27,9 @@ typedef struct watch_params {
 int watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history);
 /* Ends every stream and frees. The HTTP server must be stopped first. */
 void watch_hub_destroy(watch_hub *h);
-/* The api_ctx.committed hook: wakes every watcher. */
+/* The api_ctx.committed hook: tells the hub's thread of rv, which reads
+ * the new events and wakes the watchers they concern. Does not block on
+ * the watchers. */
 void watch_hub_notify(void *hub, uint64_t rv);
 /* Ends every stream (each sends what it has, then closes) and waits up to
  * two seconds for them to go: libmicrohttpd cannot stop with suspended
