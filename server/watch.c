@@ -5,23 +5,40 @@
  * representation (the plain JSON event; a one-row Table for each
  * includeObject), on first use, and the same immutable, reference-counted
  * bytes are queued to every watcher that selects the event: a thousand
- * watchers cost one render and a thousand copies into their sockets, not a
- * thousand renders.
+ * watchers cost one render, not a thousand.
  *
- * A watcher is a libmicrohttpd connection that is suspended while it has
- * nothing to send. Resuming one costs a lock, a write to the daemon's
- * wake-up channel and later a scan of the daemon's suspended list, so the
- * hub resumes a watcher once per batch of events it reads (not per event),
- * only when one of them passes its selectors, and a resumed watcher takes
- * every event that is ready in one go. The commit path only records the
- * newest resourceVersion and signals the hub thread: fan-out never delays
- * a commit. */
+ * Getting those bytes out is then most of the cost, so it is kept to one
+ * system call per watcher and batch of commits:
+ *  - A watcher that has caught up on a plain HTTP/1.1 connection (no TLS)
+ *    is handed to the hub: libmicrohttpd keeps the connection suspended
+ *    and the hub writes the shared lines to its socket itself, framed as
+ *    HTTP chunks, with one sendmsg() of every ready line (no copy into a
+ *    connection buffer, no resume and suspend per batch). When the stream
+ *    ends (timeout, shutdown, error) the hub finishes its chunk and resumes
+ *    the connection, and libmicrohttpd writes the last chunk as usual.
+ *  - Any other watcher (TLS, HTTP/1.0, "Connection: close", or one still
+ *    sending the initial list or a replay) is a content-reader callback,
+ *    suspended while it has nothing to send and resumed by the hub.
+ * Watchers whose selectors pick none of a batch's events are not woken at
+ * all. Under a stream of commits the hub spaces its rounds by the number
+ * of watchers it served in the last one (see hub_main). The commit path
+ * only records the newest resourceVersion and signals the hub thread:
+ * fan-out never delays a commit. */
 #include "server/watch.h"
 
+#include <errno.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,11 +103,25 @@ typedef struct watcher {
 	qent out[QUEUE];
 	size_t out_head, out_n, out_bytes;
 	ki_buf own;                  /* own bytes not yet made a blob */
-	int suspended;               /* under the hub's mu */
+	int suspended;               /* by libmicrohttpd; under the hub's mu */
 	int ended;                   /* send what is queued, then end */
-	int failed;                  /* out of memory or unreadable store */
+	int failed;                  /* out of memory, unreadable store, or
+	                              * a broken connection */
 	int defs_sent;               /* Table column definitions */
 	time_t deadline, next_bookmark;
+	/* Direct writes by the hub thread, which alone uses these fields
+	 * while direct is set (set and cleared under the hub's mu). */
+	int direct_ok;               /* plain HTTP/1.1: chunks are ours to frame */
+	int direct;
+	int fd;
+	int blocked;                 /* the socket is full: wait for EPOLLOUT */
+	int hangup;                  /* the client closed or the socket failed */
+	time_t blocked_since;
+	unsigned idle_limit;         /* libmicrohttpd's connection timeout */
+	char ch_hdr[20];             /* the chunk being written: its size line */
+	size_t ch_hdr_len, ch_hdr_off;
+	size_t ch_left;              /* its data bytes not yet written */
+	size_t ch_tail;              /* its closing CRLF bytes not yet written */
 } watcher;
 
 struct watch_hub {
@@ -98,10 +129,13 @@ struct watch_hub {
 	uint64_t history;            /* the store's: the ring keeps no more */
 	/* The commit path's side: the newest committed rv. */
 	pthread_mutex_t feed_mu;
-	pthread_cond_t feed_cv;
 	uint64_t notified_rv;
+	int sleeping;                /* the hub thread waits: poke it */
 	int stop;
+	int shutting;                /* atomic: streams are being ended */
 	pthread_t thread;
+	int ep;                      /* epoll: direct sockets and efd */
+	int efd;                     /* eventfd that wakes the hub thread */
 	/* The ring holds every event in (base_rv, covered_rv], oldest at
 	 * ring_first, in increasing rv order. */
 	pthread_mutex_t mu;
@@ -341,277 +375,43 @@ selects(const watcher *w, const watch_event *e)
 	    api_query_match(&w->q, &e->o);
 }
 
-/* Under mu: clears the suspended mark of w and records its connection in
- * *wake (resumed by the caller once mu is released: a watcher that is
- * marked not suspended is resumed by no one else, and libmicrohttpd keeps
- * a suspended connection, so it is still there). */
-static void
-take_for_wake(watcher *w, struct MHD_Connection **wake, size_t *n)
-{
-	w->suspended = 0;
-	wake[(*n)++] = w->conn;
-}
-
-/* Resumes the n connections collected by take_for_wake(); frees wake. */
-static void
-wake_all(struct MHD_Connection **wake, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		MHD_resume_connection(wake[i]);
-	free(wake);
-}
-
-/* Under mu: an array for every watcher's connection (NULL when out of
- * memory; the caller then wakes no one this round and retries later). */
-static struct MHD_Connection **
-wake_array(watch_hub *h)
-{
-	return malloc((h->count ? h->count : 1) * sizeof(struct MHD_Connection *));
-}
-
-/* Reads the events after covered_rv into the ring and resumes the
- * suspended watchers that select one of them. Runs on the hub thread.
- * Returns the number of watchers resumed. */
-static size_t
-hub_refresh(watch_hub *h, uint64_t notified)
-{
-	fresh f = { h, NULL, 0, 0 };
-	store_txn *t;
-	struct MHD_Connection **wake;
-	size_t nwake = 0;
-	uint64_t from = __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE);
-	uint64_t upto = 0;
-	int rc = KI_EIO, reset;
-
-	if (store_begin(h->api->st, 0, &t) == KI_OK) {
-		rc = store_events_since(t, from, copy_event, &f);
-		upto = store_rv(t);
-		store_abort(t);
-	}
-	pthread_mutex_lock(&h->mu);
-	reset = rc != KI_OK;
-	if (reset) {
-		/* Unreadable, or trimmed past the ring: start over at the newest
-		 * rv known; watchers behind it read the store (or get 410). */
-		ring_reset(h, upto > notified ? upto : notified);
-	} else {
-		for (size_t i = 0; i < f.n; i++) {
-			watch_event *e = f.ev[i];
-
-			while (h->ring_count == RING || (h->ring_count > 0 &&
-			    (__atomic_load_n(&h->held_bytes, __ATOMIC_RELAXED) >
-			    RING_MAX_BYTES ||
-			    ring_at(h, 0)->rv + h->history <= e->rv)))
-				ring_drop_oldest(h);
-			event_ref(e);
-			h->ring[(h->ring_first + h->ring_count) % RING] = e;
-			h->ring_count++;
-		}
-		if (f.n > 0 && f.ev[f.n - 1]->rv > upto)
-			upto = f.ev[f.n - 1]->rv;
-		if (upto > h->covered_rv)
-			__atomic_store_n(&h->covered_rv, upto, __ATOMIC_RELEASE);
-	}
-	wake = wake_array(h);
-	for (watcher *w = h->head; w != NULL && wake != NULL; w = w->next) {
-		int want = reset;
-
-		if (!w->suspended || w->last_rv >= h->covered_rv)
-			continue;
-		for (size_t i = 0; i < f.n && !want; i++)
-			want = f.ev[i]->rv > w->last_rv && selects(w, f.ev[i]);
-		if (want)
-			take_for_wake(w, wake, &nwake);
-		else
-			w->last_rv = h->covered_rv; /* nothing for it: skipped */
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (wake != NULL)
-		wake_all(wake, nwake);
-	for (size_t i = 0; i < f.n; i++)
-		event_unref(f.ev[i]);
-	free(f.ev);
-	return nwake;
-}
-
-/* Resumes the watchers whose timeout ended or whose bookmark is due. */
-static void
-hub_tick(watch_hub *h)
-{
-	struct MHD_Connection **wake;
-	size_t nwake = 0;
-	time_t now = time(NULL);
-
-	pthread_mutex_lock(&h->mu);
-	wake = wake_array(h);
-	for (watcher *w = h->head; w != NULL && wake != NULL; w = w->next) {
-		if (w->suspended && ((w->deadline && now >= w->deadline) ||
-		    (w->p.bookmarks && now >= w->next_bookmark)))
-			take_for_wake(w, wake, &nwake);
-	}
-	pthread_mutex_unlock(&h->mu);
-	if (wake != NULL)
-		wake_all(wake, nwake);
-}
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The hub thread: reads each batch of commits once and wakes watchers,
- * and once a second checks timeouts and bookmarks.
- *
- * A wake round costs each woken watcher a resume, a pass of the daemon's
- * loop and a send, whatever the number of events it carries; under a
- * stream of commits, rounds are therefore spaced by WAKE_GAP_NS per
- * watcher woken in the last one (at most WAKE_GAP_MAX_NS), and the commits
- * that land meanwhile go out together in the next. A commit after a quiet
- * spell goes out at once; a few watchers see no delay to speak of. */
-static void *
-hub_main(void *arg)
-{
-	watch_hub *h = arg;
-	uint64_t next_round = 0, next_tick = mono_ns() + 1000000000u;
-	uint64_t tried = 0;
-
-	pthread_mutex_lock(&h->feed_mu);
-	while (!h->stop) {
-		uint64_t now = mono_ns(), notified = h->notified_rv, wake_at;
-		/* A pass that could not read up to what was notified is tried
-		 * again on the next commit or tick, not in a loop. */
-		int want = notified > __atomic_load_n(&h->covered_rv,
-		    __ATOMIC_ACQUIRE) && notified != tried;
-		struct timespec ts;
-
-		if (want && now >= next_round) {
-			size_t woken, gap;
-
-			tried = notified;
-			pthread_mutex_unlock(&h->feed_mu);
-			woken = hub_refresh(h, notified);
-			pthread_mutex_lock(&h->feed_mu);
-			gap = woken < WAKE_GAP_MAX_NS / WAKE_GAP_NS ?
-			    woken * WAKE_GAP_NS : WAKE_GAP_MAX_NS;
-			next_round = mono_ns() + gap;
-			continue;
-		}
-		if (now >= next_tick) {
-			tried = 0;
-			pthread_mutex_unlock(&h->feed_mu);
-			hub_tick(h);
-			pthread_mutex_lock(&h->feed_mu);
-			next_tick = mono_ns() + 1000000000u;
-			continue;
-		}
-		wake_at = want && next_round < next_tick ? next_round : next_tick;
-		ts.tv_sec = (time_t)(wake_at / 1000000000u);
-		ts.tv_nsec = (long)(wake_at % 1000000000u);
-		pthread_cond_timedwait(&h->feed_cv, &h->feed_mu, &ts);
-	}
-	pthread_mutex_unlock(&h->feed_mu);
-	return NULL;
-}
-
-void
-watch_hub_notify(void *arg, uint64_t rv)
-{
-	watch_hub *h = arg;
-
-	/* The commit path: record and signal, nothing more. */
-	pthread_mutex_lock(&h->feed_mu);
-	if (rv > h->notified_rv) {
-		h->notified_rv = rv;
-		pthread_cond_signal(&h->feed_cv);
-	}
-	pthread_mutex_unlock(&h->feed_mu);
-}
-
-int
-watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
-{
-	watch_hub *h = calloc(1, sizeof(*h));
-	pthread_condattr_t ca;
-	store_txn *t;
-
-	*out = NULL;
-	if (h == NULL)
-		return KI_ENOMEM;
-	h->api = api;
-	h->history = history ? history : 100000;
-	pthread_mutex_init(&h->mu, NULL);
-	pthread_mutex_init(&h->feed_mu, NULL);
-	/* The hub thread's deadlines are on the monotonic clock. */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->feed_cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (store_begin(api->st, 0, &t) == KI_OK) {
-		h->covered_rv = h->base_rv = h->notified_rv = store_rv(t);
-		store_abort(t);
-	}
-	if (pthread_create(&h->thread, NULL, hub_main, h) != 0) {
-		pthread_mutex_destroy(&h->mu);
-		pthread_mutex_destroy(&h->feed_mu);
-		pthread_cond_destroy(&h->feed_cv);
-		free(h);
-		return KI_EIO;
-	}
-	*out = h;
-	return KI_OK;
-}
-
-void
-watch_hub_destroy(watch_hub *h)
-{
-	if (h == NULL)
-		return;
-	pthread_mutex_lock(&h->feed_mu);
-	h->stop = 1;
-	pthread_cond_signal(&h->feed_cv);
-	pthread_mutex_unlock(&h->feed_mu);
-	pthread_join(h->thread, NULL);
-	while (h->ring_count > 0)
-		ring_drop_oldest(h);
-	pthread_mutex_destroy(&h->feed_mu);
-	pthread_mutex_destroy(&h->mu);
-	pthread_cond_destroy(&h->feed_cv);
-	free(h);
-}
-
-void
-watch_hub_shutdown(watch_hub *h)
-{
-	pthread_mutex_lock(&h->mu);
-	for (watcher *w = h->head; w != NULL; w = w->next) {
-		__atomic_store_n(&w->ended, 1, __ATOMIC_RELAXED);
-		if (w->suspended) {
-			w->suspended = 0;
-			MHD_resume_connection(w->conn);
-		}
-	}
-	pthread_mutex_unlock(&h->mu);
-	/* Let the streams send their last bytes and close. */
-	for (int i = 0; i < 200 && watch_hub_count(h) > 0; i++)
-		usleep(10000);
-}
-
-uint64_t
-watch_hub_count(watch_hub *h)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&h->mu);
-	n = h->count;
-	pthread_mutex_unlock(&h->mu);
-	return n;
-}
-
 /* ---- one watcher ---- */
+
+/* Drops the first k unsent bytes of w's queue (sent), releasing the
+ * blobs that are done. */
+static void
+consume(watcher *w, size_t k)
+{
+	while (k > 0) {
+		qent *q = &w->out[w->out_head];
+		size_t n = q->b->len - q->off;
+
+		if (n > k)
+			n = k;
+		q->off += n;
+		k -= n;
+		w->out_bytes -= n;
+		if (q->off == q->b->len) {
+			blob_unref(q->b);
+			q->b = NULL;
+			w->out_head = (w->out_head + 1) % QUEUE;
+			w->out_n--;
+		}
+	}
+}
+
+/* Releases everything queued to w (unsent). */
+static void
+queue_clear(watcher *w)
+{
+	while (w->out_n > 0) {
+		blob_unref(w->out[w->out_head].b);
+		w->out[w->out_head].b = NULL;
+		w->out_head = (w->out_head + 1) % QUEUE;
+		w->out_n--;
+	}
+	w->out_bytes = 0;
+}
 
 /* Appends b (a reference the queue takes over) to w's queue, from offset
  * off. The caller has checked that there is room. */
@@ -811,6 +611,531 @@ fill(watcher *w)
 	}
 }
 
+/* ---- direct writes (hub thread) ---- */
+
+/* Writes what it can of w's current chunk: the rest of its size line, its
+ * data from the queue (straight from the shared blobs) and its CRLF.
+ * Returns 1 when the chunk is all written, 0 when the socket is full, -1
+ * when the connection failed. */
+static int
+direct_write(watcher *w)
+{
+	static const char crlf[] = "\r\n";
+	struct iovec iov[QUEUE + 2];
+	struct msghdr msg;
+
+	for (;;) {
+		size_t left = w->ch_left, k;
+		int n = 0;
+		ssize_t sent;
+
+		if (w->ch_hdr_off < w->ch_hdr_len)
+			iov[n++] = (struct iovec){ w->ch_hdr + w->ch_hdr_off,
+			    w->ch_hdr_len - w->ch_hdr_off };
+		for (size_t i = 0; i < w->out_n && left > 0; i++) {
+			qent *q = &w->out[(w->out_head + i) % QUEUE];
+
+			k = q->b->len - q->off < left ? q->b->len - q->off : left;
+			iov[n++] = (struct iovec){ q->b->data + q->off, k };
+			left -= k;
+		}
+		if (left == 0 && w->ch_tail > 0)
+			iov[n++] = (struct iovec){ (void *)(uintptr_t)(crlf + 2 -
+			    w->ch_tail), w->ch_tail };
+		if (n == 0)
+			return 1;
+		memset(&msg, 0, sizeof(msg));
+		msg.msg_iov = iov;
+		msg.msg_iovlen = (size_t)n;
+		sent = sendmsg(w->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		k = w->ch_hdr_len - w->ch_hdr_off;
+		k = (size_t)sent < k ? (size_t)sent : k;
+		w->ch_hdr_off += k;
+		sent -= (ssize_t)k;
+		k = (size_t)sent < w->ch_left ? (size_t)sent : w->ch_left;
+		consume(w, k);
+		w->ch_left -= k;
+		sent -= (ssize_t)k;
+		w->ch_tail -= (size_t)sent;
+	}
+}
+
+/* Hands w back to libmicrohttpd, which then ends the response (or, when
+ * failed or a chunk was cut short, closes the connection). w may be freed
+ * by a libmicrohttpd thread as soon as this returns. */
+static void
+direct_end(watcher *w, int failed)
+{
+	watch_hub *h = w->hub;
+
+	epoll_ctl(h->ep, EPOLL_CTL_DEL, w->fd, NULL);
+	if (failed || w->ch_hdr_len > 0) {
+		w->failed = 1;
+		queue_clear(w);
+	}
+	__atomic_store_n(&w->ended, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&h->mu);
+	w->direct = 0;
+	w->suspended = 0;
+	pthread_mutex_unlock(&h->mu);
+	MHD_resume_connection(w->conn);
+}
+
+/* Sends what w has ready and what the ring (or the store) holds for it,
+ * until it is caught up, its socket is full, or its stream ends (then it
+ * is handed back: the caller must not touch w again). Hub thread only. */
+static void
+direct_pump(watcher *w)
+{
+	watch_hub *h = w->hub;
+
+	for (;;) {
+		int rc;
+
+		if (w->hangup) {
+			direct_end(w, 1);
+			return;
+		}
+		if (w->ch_hdr_len > 0) {
+			if ((rc = direct_write(w)) < 0) {
+				direct_end(w, 1);
+			} else if (rc == 0) {
+				/* At shutdown a client that does not read is not
+				 * waited for. */
+				if (__atomic_load_n(&h->shutting, __ATOMIC_RELAXED)) {
+					direct_end(w, 1);
+				} else if (!w->blocked) {
+					w->blocked = 1;
+					w->blocked_since = time(NULL);
+				}
+			}
+			if (rc <= 0)
+				return;
+			w->ch_hdr_len = w->ch_hdr_off = 0;
+			w->blocked = 0;
+			continue;
+		}
+		if (w->failed) {
+			direct_end(w, 1);
+			return;
+		}
+		if (w->out_n > 0) {
+			int len = snprintf(w->ch_hdr, sizeof(w->ch_hdr), "%zx\r\n",
+			    w->out_bytes);
+
+			w->ch_hdr_len = (size_t)len;
+			w->ch_hdr_off = 0;
+			w->ch_left = w->out_bytes;
+			w->ch_tail = 2;
+			continue;
+		}
+		if (__atomic_load_n(&w->ended, __ATOMIC_RELAXED) ||
+		    (w->deadline && time(NULL) >= w->deadline)) {
+			direct_end(w, 0);
+			return;
+		}
+		fill(w);
+		if (w->out_n == 0 && !w->ended && !w->failed)
+			return;
+	}
+}
+
+/* Under mu, in the content reader, with w just suspended: makes the hub
+ * thread w's writer. Returns 0 (w stays with libmicrohttpd) when its
+ * socket cannot be had or watched. */
+static int
+direct_take(watcher *w)
+{
+	watch_hub *h = w->hub;
+	const union MHD_ConnectionInfo *ci;
+	struct epoll_event ev;
+	int one = 1, zero = 0;
+
+	ci = MHD_get_connection_info(w->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL || h->ep < 0) {
+		w->direct_ok = 0;
+		return 0;
+	}
+	w->fd = ci->connect_fd;
+	ci = MHD_get_connection_info(w->conn,
+	    MHD_CONNECTION_INFO_CONNECTION_TIMEOUT);
+	w->idle_limit = ci != NULL ? ci->connection_timeout : 0;
+	/* libmicrohttpd may have left the socket corked for a write of its
+	 * own to follow; the hub's writes go out as they are made. */
+	setsockopt(w->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
+	setsockopt(w->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	w->direct = 1;
+	w->blocked = w->hangup = 0;
+	w->ch_hdr_len = w->ch_hdr_off = 0;
+	/* Last: from here on the hub thread may write (edge-triggered:
+	 * EPOLLOUT only after a write found the socket full). */
+	ev.events = EPOLLOUT | EPOLLRDHUP | EPOLLET;
+	ev.data.ptr = w;
+	if (epoll_ctl(h->ep, EPOLL_CTL_ADD, w->fd, &ev) != 0) {
+		w->direct = 0;
+		w->direct_ok = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/* ---- the hub thread ---- */
+
+/* Under mu: an array for every watcher (NULL when out of memory; the
+ * caller then serves no one this round and retries on the next). */
+static void **
+each_array(watch_hub *h)
+{
+	return malloc((h->count ? h->count : 1) * sizeof(void *));
+}
+
+/* Resumes the n suspended connections in wake, then pumps the n_direct
+ * direct watchers in direct, outside mu: a connection marked not suspended
+ * (under mu) is resumed by no one else, libmicrohttpd keeps a suspended
+ * connection, and only the hub thread ends a direct watcher, so all are
+ * still there. Frees both arrays. */
+static void
+serve(void **wake, size_t n, void **direct, size_t n_direct)
+{
+	for (size_t i = 0; i < n; i++)
+		MHD_resume_connection(wake[i]);
+	for (size_t i = 0; i < n_direct; i++)
+		direct_pump(direct[i]);
+	free(wake);
+	free(direct);
+}
+
+/* Reads the events after covered_rv into the ring, then serves the
+ * watchers that select one of them: direct ones are written to, suspended
+ * ones resumed. Returns the number of watchers served. */
+static size_t
+hub_refresh(watch_hub *h, uint64_t notified)
+{
+	fresh f = { h, NULL, 0, 0 };
+	store_txn *t;
+	void **wake, **direct;
+	size_t nwake = 0, ndirect = 0;
+	uint64_t from = __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE);
+	uint64_t upto = 0;
+	int rc = KI_EIO, reset;
+
+	if (store_begin(h->api->st, 0, &t) == KI_OK) {
+		rc = store_events_since(t, from, copy_event, &f);
+		upto = store_rv(t);
+		store_abort(t);
+	}
+	pthread_mutex_lock(&h->mu);
+	reset = rc != KI_OK;
+	if (reset) {
+		/* Unreadable, or trimmed past the ring: start over at the newest
+		 * rv known; watchers behind it read the store (or get 410). */
+		ring_reset(h, upto > notified ? upto : notified);
+	} else {
+		for (size_t i = 0; i < f.n; i++) {
+			watch_event *e = f.ev[i];
+
+			while (h->ring_count == RING || (h->ring_count > 0 &&
+			    (__atomic_load_n(&h->held_bytes, __ATOMIC_RELAXED) >
+			    RING_MAX_BYTES ||
+			    ring_at(h, 0)->rv + h->history <= e->rv)))
+				ring_drop_oldest(h);
+			event_ref(e);
+			h->ring[(h->ring_first + h->ring_count) % RING] = e;
+			h->ring_count++;
+		}
+		if (f.n > 0 && f.ev[f.n - 1]->rv > upto)
+			upto = f.ev[f.n - 1]->rv;
+		if (upto > h->covered_rv)
+			__atomic_store_n(&h->covered_rv, upto, __ATOMIC_RELEASE);
+	}
+	wake = each_array(h);
+	direct = each_array(h);
+	for (watcher *w = h->head; w != NULL && wake && direct; w = w->next) {
+		int want = 1;
+
+		/* Only idle watchers wait for the hub: the others take what is
+		 * new when they next fill (a direct one whose socket is full,
+		 * when it drains). */
+		if ((!w->suspended && !w->direct) || w->blocked ||
+		    w->last_rv >= h->covered_rv)
+			continue;
+		if (!reset && w->last_rv >= from) {
+			want = 0;
+			for (size_t i = 0; i < f.n && !want; i++)
+				want = f.ev[i]->rv > w->last_rv && selects(w, f.ev[i]);
+		}
+		if (!want) {
+			w->last_rv = h->covered_rv; /* nothing for it: skipped */
+		} else if (w->direct) {
+			direct[ndirect++] = w;
+		} else {
+			w->suspended = 0;
+			wake[nwake++] = w->conn;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	serve(wake, nwake, direct, ndirect);
+	for (size_t i = 0; i < f.n; i++)
+		event_unref(f.ev[i]);
+	free(f.ev);
+	return nwake + ndirect;
+}
+
+/* Serves the watchers whose timeout ended or whose bookmark is due, and
+ * ends direct ones whose socket stayed full for the connection timeout
+ * (libmicrohttpd does not time out a suspended connection). With all,
+ * serves every direct watcher (shutdown: each ends). */
+static void
+hub_tick(watch_hub *h, int all)
+{
+	void **wake, **direct;
+	size_t nwake = 0, ndirect = 0;
+	time_t now = time(NULL);
+
+	pthread_mutex_lock(&h->mu);
+	wake = each_array(h);
+	direct = each_array(h);
+	for (watcher *w = h->head; w != NULL && wake && direct; w = w->next) {
+		int due = (w->deadline && now >= w->deadline) ||
+		    (w->p.bookmarks && now >= w->next_bookmark);
+
+		if (w->direct) {
+			if (w->blocked && w->idle_limit > 0 &&
+			    now - w->blocked_since >= (time_t)w->idle_limit)
+				w->hangup = 1;
+			if (all || w->hangup || (due && !w->blocked))
+				direct[ndirect++] = w;
+		} else if (w->suspended && due) {
+			w->suspended = 0;
+			wake[nwake++] = w->conn;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	serve(wake, nwake, direct, ndirect);
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Handles what epoll reported: the wake-up eventfd, or a direct socket
+ * that drained (EPOLLOUT) or whose client went (RDHUP, HUP, ERR). */
+static void
+hub_events(watch_hub *h, const struct epoll_event *ev, int n)
+{
+	for (int i = 0; i < n; i++) {
+		watcher *w = ev[i].data.ptr;
+
+		if (w == NULL) {
+			uint64_t v;
+
+			if (read(h->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				log_warn("watch: the hub's eventfd: %s",
+				    strerror(errno));
+			continue;
+		}
+		if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+			w->hangup = 1;
+		w->blocked = 0;
+		direct_pump(w);
+	}
+}
+
+/* The hub thread: reads each batch of commits once and serves watchers,
+ * writes to direct sockets as they drain, and once a second checks
+ * timeouts and bookmarks.
+ *
+ * A round costs each watcher served a system call or two (and a resume
+ * and a pass of libmicrohttpd's loop when it is not direct), whatever the
+ * number of events it carries; under a stream of commits, rounds are
+ * therefore spaced by WAKE_GAP_NS per watcher served in the last one (at
+ * most WAKE_GAP_MAX_NS), and the commits that land meanwhile go out
+ * together in the next. A commit after a quiet spell goes out at once, and
+ * a few watchers see no delay to speak of. */
+static void *
+hub_main(void *arg)
+{
+	watch_hub *h = arg;
+	uint64_t next_round = 0, next_tick = mono_ns() + 1000000000u;
+	uint64_t tried = 0;
+	struct epoll_event ev[64];
+
+	pthread_mutex_lock(&h->feed_mu);
+	while (!h->stop) {
+		uint64_t now = mono_ns(), notified = h->notified_rv, wake_at;
+		/* A pass that could not read up to what was notified is tried
+		 * again on the next commit or tick, not in a loop. */
+		int want = notified > __atomic_load_n(&h->covered_rv,
+		    __ATOMIC_ACQUIRE) && notified != tried, n, shutting;
+
+		if (want && now >= next_round) {
+			size_t served, gap;
+
+			tried = notified;
+			pthread_mutex_unlock(&h->feed_mu);
+			served = hub_refresh(h, notified);
+			pthread_mutex_lock(&h->feed_mu);
+			gap = served < WAKE_GAP_MAX_NS / WAKE_GAP_NS ?
+			    served * WAKE_GAP_NS : WAKE_GAP_MAX_NS;
+			next_round = mono_ns() + gap;
+			continue;
+		}
+		shutting = __atomic_load_n(&h->shutting, __ATOMIC_RELAXED);
+		if (now >= next_tick || shutting == 1) {
+			/* 1: asked to end the streams; 2: being done. */
+			if (shutting == 1)
+				__atomic_store_n(&h->shutting, 2, __ATOMIC_RELAXED);
+			tried = 0;
+			pthread_mutex_unlock(&h->feed_mu);
+			hub_tick(h, shutting != 0);
+			pthread_mutex_lock(&h->feed_mu);
+			next_tick = mono_ns() + 1000000000u;
+			continue;
+		}
+		wake_at = want && next_round < next_tick ? next_round : next_tick;
+		h->sleeping = 1;
+		pthread_mutex_unlock(&h->feed_mu);
+		n = epoll_wait(h->ep, ev, 64,
+		    (int)((wake_at - now + 999999u) / 1000000u));
+		if (n > 0)
+			hub_events(h, ev, n);
+		pthread_mutex_lock(&h->feed_mu);
+		h->sleeping = 0;
+	}
+	pthread_mutex_unlock(&h->feed_mu);
+	return NULL;
+}
+
+/* Wakes the hub thread out of epoll_wait(). */
+static void
+poke(watch_hub *h)
+{
+	uint64_t one = 1;
+
+	if (write(h->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("watch: cannot wake the hub: %s", strerror(errno));
+}
+
+void
+watch_hub_notify(void *arg, uint64_t rv)
+{
+	watch_hub *h = arg;
+	int wake = 0;
+
+	/* The commit path: record, and wake the hub if it sleeps. */
+	pthread_mutex_lock(&h->feed_mu);
+	if (rv > h->notified_rv) {
+		h->notified_rv = rv;
+		wake = h->sleeping;
+		h->sleeping = 0;
+	}
+	pthread_mutex_unlock(&h->feed_mu);
+	if (wake)
+		poke(h);
+}
+
+int
+watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
+{
+	watch_hub *h = calloc(1, sizeof(*h));
+	struct epoll_event ev;
+	store_txn *t;
+	int rc = KI_EIO;
+
+	*out = NULL;
+	if (h == NULL)
+		return KI_ENOMEM;
+	h->api = api;
+	h->history = history ? history : 100000;
+	pthread_mutex_init(&h->mu, NULL);
+	pthread_mutex_init(&h->feed_mu, NULL);
+	h->ep = epoll_create1(EPOLL_CLOEXEC);
+	h->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL;
+	if (h->ep < 0 || h->efd < 0 ||
+	    epoll_ctl(h->ep, EPOLL_CTL_ADD, h->efd, &ev) != 0)
+		goto fail;
+	if (store_begin(api->st, 0, &t) == KI_OK) {
+		h->covered_rv = h->base_rv = h->notified_rv = store_rv(t);
+		store_abort(t);
+	}
+	if (pthread_create(&h->thread, NULL, hub_main, h) != 0)
+		goto fail;
+	*out = h;
+	return KI_OK;
+fail:
+	if (h->ep >= 0)
+		close(h->ep);
+	if (h->efd >= 0)
+		close(h->efd);
+	pthread_mutex_destroy(&h->mu);
+	pthread_mutex_destroy(&h->feed_mu);
+	free(h);
+	return rc;
+}
+
+void
+watch_hub_destroy(watch_hub *h)
+{
+	if (h == NULL)
+		return;
+	pthread_mutex_lock(&h->feed_mu);
+	h->stop = 1;
+	pthread_mutex_unlock(&h->feed_mu);
+	poke(h);
+	pthread_join(h->thread, NULL);
+	while (h->ring_count > 0)
+		ring_drop_oldest(h);
+	close(h->ep);
+	close(h->efd);
+	pthread_mutex_destroy(&h->feed_mu);
+	pthread_mutex_destroy(&h->mu);
+	free(h);
+}
+
+void
+watch_hub_shutdown(watch_hub *h)
+{
+	pthread_mutex_lock(&h->mu);
+	for (watcher *w = h->head; w != NULL; w = w->next) {
+		__atomic_store_n(&w->ended, 1, __ATOMIC_RELAXED);
+		if (w->suspended && !w->direct) {
+			w->suspended = 0;
+			MHD_resume_connection(w->conn);
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	/* The hub thread ends the direct streams (not waiting on clients
+	 * that do not read). */
+	__atomic_store_n(&h->shutting, 1, __ATOMIC_RELAXED);
+	poke(h);
+	/* Let the streams send their last bytes and close. */
+	for (int i = 0; i < 200 && watch_hub_count(h) > 0; i++)
+		usleep(10000);
+}
+
+uint64_t
+watch_hub_count(watch_hub *h)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&h->mu);
+	n = h->count;
+	pthread_mutex_unlock(&h->mu);
+	return n;
+}
+
 /* Copies queued bytes into buf (up to max), releasing what is sent. */
 static size_t
 drain(watcher *w, char *buf, size_t max)
@@ -824,15 +1149,8 @@ drain(watcher *w, char *buf, size_t max)
 		if (k > max - n)
 			k = max - n;
 		memcpy(buf + n, q->b->data + q->off, k);
-		q->off += k;
 		n += k;
-		w->out_bytes -= k;
-		if (q->off == q->b->len) {
-			blob_unref(q->b);
-			q->b = NULL;
-			w->out_head = (w->out_head + 1) % QUEUE;
-			w->out_n--;
-		}
+		consume(w, k);
 	}
 	return n;
 }
@@ -852,11 +1170,11 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n == max)
 			return (ssize_t)n;
 		/* The queue is empty. */
+		if (w->failed)
+			return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
 		if (__atomic_load_n(&w->ended, __ATOMIC_RELAXED) ||
 		    (w->deadline && time(NULL) >= w->deadline))
 			return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
-		if (w->failed)
-			return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_WITH_ERROR;
 		if (n > 0 && !w->p.initial && (!w->p.bookmarks ||
 		    time(NULL) < w->next_bookmark) &&
 		    __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE) <= w->last_rv)
@@ -867,16 +1185,20 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n > 0)
 			return (ssize_t)n;
 		/* Nothing to send: sleep until the hub has events for it, the
-		 * deadline or a bookmark. The check and the suspend happen under
-		 * the hub's lock, so no batch can slip between them. */
+		 * deadline or a bookmark, or, caught up on a plain HTTP/1.1
+		 * connection, leave the writing to the hub. The checks and the
+		 * suspend happen under the hub's lock, so no batch (and no
+		 * shutdown) can slip between them. */
 		pthread_mutex_lock(&h->mu);
-		if (h->covered_rv > w->last_rv) {
+		if (h->covered_rv > w->last_rv || w->ended) {
 			/* A batch landed after fill() read: read again. */
 			pthread_mutex_unlock(&h->mu);
 			continue;
 		}
 		w->suspended = 1;
 		MHD_suspend_connection(w->conn);
+		if (w->direct_ok)
+			direct_take(w);
 		pthread_mutex_unlock(&h->mu);
 		return 0;
 	}
@@ -886,11 +1208,7 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 static void
 watcher_free(watcher *w)
 {
-	while (w->out_n > 0) {
-		blob_unref(w->out[w->out_head].b);
-		w->out_head = (w->out_head + 1) % QUEUE;
-		w->out_n--;
-	}
+	queue_clear(w);
 	api_query_free(&w->q);
 	free(w->p.label_selector);
 	free(w->p.field_selector);
@@ -914,6 +1232,44 @@ reader_free(void *cls)
 	h->count--;
 	pthread_mutex_unlock(&h->mu);
 	watcher_free(w);
+}
+
+/* Whether header value v holds token tok (case-insensitive). */
+static int
+has_token(const char *v, const char *tok)
+{
+	size_t n = strlen(tok);
+
+	while (v != NULL && *v != '\0') {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		if (strncasecmp(v, tok, n) == 0 &&
+		    (v[n] == '\0' || v[n] == ',' || v[n] == ' ' || v[n] == '\t'))
+			return 1;
+		v = strchr(v, ',');
+	}
+	return 0;
+}
+
+/* Whether libmicrohttpd sends this response in HTTP chunks over a plain
+ * socket, so that the hub may write chunks to the socket itself: HTTP/1.1
+ * without TLS, and no "close" or "upgrade" in the request's Connection
+ * header (libmicrohttpd then ends the body by closing instead). */
+static int
+chunks_are_ours(struct MHD_Connection *c, const watch_params *p)
+{
+	const union MHD_ConnectionInfo *ci;
+	const union MHD_DaemonInfo *di;
+	const char *conn;
+
+	if (!p->http11 ||
+	    (ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_DAEMON)) == NULL ||
+	    (di = MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_FLAGS)) == NULL ||
+	    (di->flags & MHD_USE_TLS) != 0)
+		return 0;
+	conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONNECTION);
+	return !has_token(conn, "close") && !has_token(conn, "upgrade");
 }
 
 int
@@ -960,6 +1316,8 @@ watch_start(watch_hub *h, void *connection, watch_params *params)
 	    params->include <= API_INCLUDE_OBJECT ? params->include :
 	    API_INCLUDE_METADATA);
 	w->last_rv = params->rv;
+	w->direct_ok = chunks_are_ours(c, params);
+	w->fd = -1;
 	ki_buf_init(&w->own);
 	if (params->timeout > 0)
 		w->deadline = time(NULL) + params->timeout;

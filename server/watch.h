@@ -1,7 +1,8 @@
 /* server/watch.h — watch streams: a hub reads each commit's events once
- * and renders each line once per representation; every watcher is a
- * libmicrohttpd connection, suspended while idle, that the hub resumes when
- * events it selects are ready and that then sends the shared lines. */
+ * and renders each line once per representation, shared by every watcher.
+ * A watcher is a libmicrohttpd connection; once caught up, a plain HTTP/1.1
+ * one is suspended and the hub writes the shared lines to its socket
+ * itself, others are resumed to send them through libmicrohttpd. */
 #ifndef SERVER_WATCH_H
 #define SERVER_WATCH_H
 
@@ -21,6 +22,7 @@ typedef struct watch_params {
 	int include;
 	int bookmarks;              /* allowWatchBookmarks=true */
 	int timeout;                /* timeoutSeconds, 0 = none */
+	int http11;                 /* the request is HTTP/1.1 */
 } watch_params;
 
 /* history: the store's event history; the in-memory ring keeps no more. */

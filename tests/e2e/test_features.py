@@ -151,6 +151,7 @@ def stalled_watch(d, query):
     buffer, so the server's side fills up at once."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(60)
     s.connect(('127.0.0.1', d.port))
     c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=60)
     c.sock = s
@@ -158,6 +159,18 @@ def stalled_watch(d, query):
     r = c.getresponse()
     eq(r.status, 200, 'stalled watch status')
     return c, r
+
+
+def events_past_socket_buffers(size=400):
+    """How many events of about size bytes overflow what the kernel may
+    buffer in the server's socket (its largest send buffer), twice over: a
+    watcher that stops reading is then left behind by that many."""
+    try:
+        with open('/proc/sys/net/ipv4/tcp_wmem') as f:
+            wmem = int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        wmem = 4 << 20
+    return max(6000, 2 * wmem // size // 1000 * 1000)
 
 
 def event_key(e):
@@ -302,11 +315,11 @@ def a_stalled_watcher_catches_up_from_the_store_in_order():
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
     live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
-    n = 6000
+    n = events_past_socket_buffers()
     for k in range(0, n, 1000):
         post_ndjson(d, ndjson_protos([('s%d' % i, 10 + i)
                                       for i in range(k, k + 1000)]))
-    eq(len(live.wait(n, timeout=60)), n, 'the live watcher is not held up')
+    eq(len(live.wait(n, timeout=120)), n, 'the live watcher is not held up')
     got = []
     while len(got) < n:
         line = r.readline()
@@ -329,12 +342,12 @@ def a_watcher_left_behind_the_history_gets_410():
     d = kitest.Daemon(sync=False, args=['--history', '1000']).start()
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
-    n = 8000
+    n = events_past_socket_buffers()
     for k in range(0, n, 1000):
         post_ndjson(d, ndjson_protos([('t%d' % i, 10 + i)
                                       for i in range(k, k + 1000)]))
     got = []
-    while True:
+    while len(got) <= n:
         line = r.readline()
         if not line:
             break
@@ -349,6 +362,79 @@ def a_watcher_left_behind_the_history_gets_410():
         got[-1]['object']['reason']), ('ERROR', 410, 'Expired'),
        'the last event')
     c.close()
+
+
+def raw_watch(d, query, version, extra=''):
+    """Sends a watch request as given and returns the socket."""
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=30)
+    s.sendall(('GET %s/benchmarkprotocols?%s %s\r\nHost: x\r\n%s\r\n' %
+               (G, query, version, extra)).encode())
+    return s
+
+
+def dechunk(b):
+    """The data of a whole chunked body (it must end with its last chunk)."""
+    out = b''
+    while True:
+        size, _, b = b.partition(b'\r\n')
+        n = int(size.split(b';')[0], 16)
+        if n == 0:
+            return out
+        out += b[:n]
+        check(b[n:n + 2] == b'\r\n', 'a chunk ends with CRLF')
+        b = b[n + 2:]
+
+
+def read_to_close(s):
+    data = b''
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
+@test
+def watch_streams_end_cleanly_over_every_framing():
+    """HTTP/1.1 streams (chunks written by the hub), HTTP/1.0 ones (ended
+    by closing) and ones asked to close (left to libmicrohttpd) carry the
+    same events and end at their timeout; a kept-alive one leaves its
+    connection fit for the next request."""
+    d = kitest.Daemon(sync=False).start()
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    q = 'watch=true&resourceVersion=%d&timeoutSeconds=3' % rv0
+    c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=30)
+    c.request('GET', G + '/benchmarkprotocols?' + q)
+    r = c.getresponse()
+    eq(r.getheader('Transfer-Encoding'), 'chunked', 'HTTP/1.1 is chunked')
+    s10 = raw_watch(d, q, 'HTTP/1.0')
+    sclose = raw_watch(d, q, 'HTTP/1.1', 'Connection: close\r\n')
+    time.sleep(0.2)
+    want = []
+    for k in range(3):
+        post_ndjson(d, ndjson_protos([('e%d' % i, 10 + i)
+                                      for i in range(k * 10, k * 10 + 10)]))
+        want += ['e%d' % i for i in range(k * 10, k * 10 + 10)]
+    got = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        got.append(json.loads(line))
+    eq([e['object']['metadata']['name'] for e in got], want,
+       'the chunked stream')
+    c.request('GET', '/healthz')
+    eq(c.getresponse().status, 200, 'the next request on that connection')
+    c.close()
+    for s, what in [(s10, 'HTTP/1.0'), (sclose, 'Connection: close')]:
+        head, _, body = read_to_close(s).partition(b'\r\n\r\n')
+        s.close()
+        check(b' 200 ' in head.split(b'\r\n')[0], what + ': 200')
+        if b'transfer-encoding: chunked' in head.lower():
+            check(what != 'HTTP/1.0', 'HTTP/1.0 is not chunked')
+            body = dechunk(body)
+        eq([json.loads(x)['object']['metadata']['name']
+            for x in body.splitlines() if x], want, what + ': the events')
 
 
 @test
