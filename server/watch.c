@@ -1190,7 +1190,8 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 		 * suspend happen under the hub's lock, so no batch (and no
 		 * shutdown) can slip between them. */
 		pthread_mutex_lock(&h->mu);
-		if (h->covered_rv > w->last_rv || w->ended) {
+		if (h->covered_rv > w->last_rv ||
+		    __atomic_load_n(&w->ended, __ATOMIC_RELAXED)) {
 			/* A batch landed after fill() read: read again. */
 			pthread_mutex_unlock(&h->mu);
 			continue;
