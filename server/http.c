@@ -341,7 +341,6 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	enum MHD_Result ret;
 	watch_params *watch = NULL;
 
-	(void)version;
 	if (rq == NULL) {
 		const char *cl, *ct;
 
@@ -463,6 +462,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		router_dispatch(s->rt, &req, rp, &watch);
 		if (watch != NULL) {
 			rq->status = 200;
+			watch->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
 			ret = (enum MHD_Result)watch_start(s->hub, c, watch);
 			free(watch);
 			ki_buf_free(&rq->body);

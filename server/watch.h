@@ -1,6 +1,8 @@
-/* server/watch.h — watch streams: each watcher is a suspended
- * libmicrohttpd connection that a commit resumes; it then reads the new
- * events from the store's history and sends the ones its selectors match. */
+/* server/watch.h — watch streams: a hub reads each commit's events once
+ * and renders each line once per representation, shared by every watcher.
+ * A watcher is a libmicrohttpd connection; once caught up, a plain HTTP/1.1
+ * one is suspended and the hub writes the shared lines to its socket
+ * itself, others are resumed to send them through libmicrohttpd. */
 #ifndef SERVER_WATCH_H
 #define SERVER_WATCH_H
 
@@ -20,13 +22,16 @@ typedef struct watch_params {
 	int include;
 	int bookmarks;              /* allowWatchBookmarks=true */
 	int timeout;                /* timeoutSeconds, 0 = none */
+	int http11;                 /* the request is HTTP/1.1 */
 } watch_params;
 
 /* history: the store's event history; the in-memory ring keeps no more. */
 int watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history);
 /* Ends every stream and frees. The HTTP server must be stopped first. */
 void watch_hub_destroy(watch_hub *h);
-/* The api_ctx.committed hook: wakes every watcher. */
+/* The api_ctx.committed hook: tells the hub's thread of rv, which reads
+ * the new events and wakes the watchers they concern. Does not block on
+ * the watchers. */
 void watch_hub_notify(void *hub, uint64_t rv);
 /* Ends every stream (each sends what it has, then closes) and waits up to
  * two seconds for them to go: libmicrohttpd cannot stop with suspended

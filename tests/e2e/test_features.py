@@ -8,6 +8,7 @@ binary) and KI_REF (the kernelindex-ref binary)."""
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -131,6 +132,309 @@ def watch_from_a_trimmed_resource_version_is_410():
     check(time.time() - t0 < 8, 'the stream ended after its timeout')
     eq(r.status, 200, 'status')
     check(b'BOOKMARK' not in r.body, 'no bookmark unasked')
+
+
+def ndjson_protos(names_reps, team=None):
+    return ''.join(json.dumps(proto(n, r, team and {'team': team(i)}))
+                   + '\n' for i, (n, r) in enumerate(names_reps)).encode()
+
+
+def post_ndjson(d, body):
+    r = d.post(G + '/benchmarkprotocols', body,
+               content_type='application/x-ndjson')
+    eq(r.status, 201, 'NDJSON upload (%r)' % r)
+    eq(r.json()['summary']['failed'], 0, 'no line failed')
+
+
+def stalled_watch(d, query):
+    """A watch whose reader takes nothing until asked: a tiny receive
+    buffer, so the server's side fills up at once."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(60)
+    s.connect(('127.0.0.1', d.port))
+    c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=60)
+    c.sock = s
+    c.request('GET', G + '/benchmarkprotocols?' + query)
+    r = c.getresponse()
+    eq(r.status, 200, 'stalled watch status')
+    return c, r
+
+
+def events_past_socket_buffers(size=400):
+    """How many events of about size bytes overflow what the kernel may
+    buffer in the server's socket (its largest send buffer), twice over: a
+    watcher that stops reading is then left behind by that many."""
+    try:
+        with open('/proc/sys/net/ipv4/tcp_wmem') as f:
+            wmem = int(f.read().split()[2])
+    except (OSError, ValueError, IndexError):
+        wmem = 4 << 20
+    return max(6000, 2 * wmem // size // 1000 * 1000)
+
+
+def event_key(e):
+    """(type, name, resourceVersion) of a plain or a one-row Table event."""
+    o = e['object']
+    if o.get('kind') == 'Table':
+        return (e['type'], o['rows'][0]['cells'][0],
+                int(o['metadata']['resourceVersion']))
+    return (e['type'], o['metadata']['name'],
+            int(o['metadata']['resourceVersion']))
+
+
+@test
+def many_watchers_each_get_exactly_their_events_in_order():
+    """Watchers of every representation and selector share the hub: each
+    gets exactly the events its selectors pick, in order, however the
+    commits are batched, and Tables carry their columns only first."""
+    d = kitest.Daemon(sync=False).start()
+    eq(d.post(G + '/benchmarkprotocols',
+              proto('f0', 1000, {'team': 'a'})).status, 201, 'f0')
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    table = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json'
+    specs = []  # (query, Accept, name filter, from the initial list)
+    for sel, pick in [('', lambda n, t: True),
+                      ('&labelSelector=team%3Da', lambda n, t: t == 'a'),
+                      ('&labelSelector=team%21%3Da', lambda n, t: t != 'a'),
+                      ('&fieldSelector=metadata.name%3Df7',
+                       lambda n, t: n == 'f7')]:
+        for accept in [None, table + '', table + '&includeObject=None',
+                       table + '&includeObject=Object']:
+            inc = ''
+            if accept and '&' in accept:
+                accept, inc = accept.split('&')
+                inc = '&' + inc
+            for _ in range(3):
+                specs.append(('watch=true&resourceVersion=%d%s%s' %
+                              (rv0, sel, inc), accept, pick, inc))
+    # Without a resourceVersion: the current objects first, then the rest.
+    specs.append(('watch=true', None, lambda n, t: True, 'initial'))
+    watches = []
+    for q, accept, pick, inc in specs:
+        c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=60)
+        c.request('GET', G + '/benchmarkprotocols?' + q,
+                  headers={'Accept': accept} if accept else {})
+        r = c.getresponse()
+        eq(r.status, 200, 'watch %s' % q)
+        w = {'c': c, 'r': r, 'ev': [], 'pick': pick, 'inc': inc,
+             'table': accept is not None, 'q': q}
+        w['t'] = threading.Thread(target=lambda w=w: read_lines(w),
+                                  daemon=True)
+        w['t'].start()
+        watches.append(w)
+    time.sleep(0.3)
+    # Writes from several threads, so that commits come in batches of
+    # varying size: ADDs by NDJSON chunk and one by one, and deletes.
+    truth = {}  # rv -> (type, name, team)
+    errors = []
+
+    def writer(k):
+        try:
+            if k == 0:
+                names = [('f%d' % i, 1000 + i) for i in range(1, 201)]
+                post_ndjson(d, ndjson_protos(
+                    names, team=lambda i: 'ab'[(i + 1) % 2]))
+            else:
+                for i in range(k * 1000, k * 1000 + 40):
+                    r = d.post(G + '/benchmarkprotocols',
+                               proto('g%d' % i, 5000 + i,
+                                     {'team': 'abc'[i % 3]}))
+                    if r.status != 201:
+                        errors.append('g%d: %r' % (i, r))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    check(not errors, 'writes: %s' % errors)
+    # The ADDED rv of each object is its resourceVersion (none changed).
+    r = d.get(G + '/benchmarkprotocols?limit=1000')
+    items = r.json()['items']
+    for o in items:
+        m = o['metadata']
+        truth[int(m['resourceVersion'])] = ('ADDED', m['name'],
+                                            m['labels'].get('team'))
+    for name in ['f3', 'f7', 'g1001', 'g2002', 'g3000']:
+        r = d.delete(G + '/benchmarkprotocols/' + name)
+        eq(r.status, 200, 'delete ' + name)
+        m = r.json()['metadata']
+        truth[int(m['resourceVersion'])] = ('DELETED', name,
+                                            m['labels'].get('team'))
+    eq(len(truth), 1 + 200 + 120 + 5, 'events written')
+    for w in watches:
+        want = [(ty, n, rv) for rv, (ty, n, t) in sorted(truth.items())
+                if rv > rv0 and w['pick'](n, t)]
+        if w['inc'] == 'initial':
+            want = [('ADDED', 'f0', rv0)] + want
+        end = time.time() + 30
+        while time.time() < end and len(w['ev']) < len(want):
+            time.sleep(0.05)
+        got = [event_key(e) for e in w['ev']]
+        eq(got, want, 'the events of %s (%s)' %
+           (w['q'], 'Table' if w['table'] else 'JSON'))
+        if w['table'] and got:
+            defs = [len(e['object']['columnDefinitions']) for e in w['ev']]
+            check(defs[0] > 0 and not any(defs[1:]),
+                  'columns only in the first Table: %r' % defs[:5])
+            for e in w['ev']:
+                obj = e['object']['rows'][0].get('object')
+                if w['inc'] == '&includeObject=None':
+                    check(obj is None, 'no object with None')
+                elif w['inc'] == '&includeObject=Object':
+                    eq(obj['metadata']['name'], e['object']['rows'][0]
+                       ['cells'][0], 'the whole object')
+                    check('spec' in obj, 'the object has its spec')
+                else:
+                    eq(obj['kind'], 'PartialObjectMetadata', 'metadata')
+    for w in watches:
+        w['c'].sock.shutdown(socket.SHUT_RDWR)
+        w['c'].close()
+
+
+def read_lines(w):
+    try:
+        while True:
+            line = w['r'].readline()
+            if not line:
+                break
+            w['ev'].append(json.loads(line))
+    except Exception:  # the stream is closed under the reader: done
+        pass
+
+
+@test
+def a_stalled_watcher_catches_up_from_the_store_in_order():
+    """A watcher that stops reading holds a bounded queue while others go
+    on; when it reads again it has fallen behind the hub's ring and gets
+    the rest from the store: every event once, in order."""
+    d = kitest.Daemon(sync=False).start()
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
+    live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
+    n = events_past_socket_buffers()
+    for k in range(0, n, 1000):
+        post_ndjson(d, ndjson_protos([('s%d' % i, 10 + i)
+                                      for i in range(k, k + 1000)]))
+    eq(len(live.wait(n, timeout=120)), n, 'the live watcher is not held up')
+    got = []
+    while len(got) < n:
+        line = r.readline()
+        if not line:
+            break
+        got.append(json.loads(line))
+    eq([(e['type'], e['object']['metadata']['name'],
+         int(e['object']['metadata']['resourceVersion'])) for e in got],
+       [('ADDED', 's%d' % i, rv0 + 1 + i) for i in range(n)],
+       'the stalled watcher\'s events')
+    c.close()
+    live.close()
+
+
+@test
+def a_watcher_left_behind_the_history_gets_410():
+    """What is queued for a watcher that stops reading is bounded: once the
+    store's history has moved past it, it is told so (410 Expired), as a
+    client resuming from that resourceVersion would be."""
+    d = kitest.Daemon(sync=False, args=['--history', '1000']).start()
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
+    n = events_past_socket_buffers()
+    for k in range(0, n, 1000):
+        post_ndjson(d, ndjson_protos([('t%d' % i, 10 + i)
+                                      for i in range(k, k + 1000)]))
+    got = []
+    while len(got) <= n:
+        line = r.readline()
+        if not line:
+            break
+        got.append(json.loads(line))
+    check(len(got) >= 2, 'events, then the error: %d lines' % len(got))
+    rvs = [int(e['object']['metadata']['resourceVersion']) for e in got[:-1]]
+    eq(rvs, list(range(rv0 + 1, rv0 + 1 + len(rvs))),
+       'what came before the error is in order, without gaps')
+    check(len(rvs) < n - 1000, 'the queue held %d events of %d' %
+          (len(rvs), n))
+    eq((got[-1]['type'], got[-1]['object']['code'],
+        got[-1]['object']['reason']), ('ERROR', 410, 'Expired'),
+       'the last event')
+    c.close()
+
+
+def raw_watch(d, query, version, extra=''):
+    """Sends a watch request as given and returns the socket."""
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=30)
+    s.sendall(('GET %s/benchmarkprotocols?%s %s\r\nHost: x\r\n%s\r\n' %
+               (G, query, version, extra)).encode())
+    return s
+
+
+def dechunk(b):
+    """The data of a whole chunked body (it must end with its last chunk)."""
+    out = b''
+    while True:
+        size, _, b = b.partition(b'\r\n')
+        n = int(size.split(b';')[0], 16)
+        if n == 0:
+            return out
+        out += b[:n]
+        check(b[n:n + 2] == b'\r\n', 'a chunk ends with CRLF')
+        b = b[n + 2:]
+
+
+def read_to_close(s):
+    data = b''
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return data
+        data += b
+
+
+@test
+def watch_streams_end_cleanly_over_every_framing():
+    """HTTP/1.1 streams (chunks written by the hub), HTTP/1.0 ones (ended
+    by closing) and ones asked to close (left to libmicrohttpd) carry the
+    same events and end at their timeout; a kept-alive one leaves its
+    connection fit for the next request."""
+    d = kitest.Daemon(sync=False).start()
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    q = 'watch=true&resourceVersion=%d&timeoutSeconds=3' % rv0
+    c = http.client.HTTPConnection('127.0.0.1', d.port, timeout=30)
+    c.request('GET', G + '/benchmarkprotocols?' + q)
+    r = c.getresponse()
+    eq(r.getheader('Transfer-Encoding'), 'chunked', 'HTTP/1.1 is chunked')
+    s10 = raw_watch(d, q, 'HTTP/1.0')
+    sclose = raw_watch(d, q, 'HTTP/1.1', 'Connection: close\r\n')
+    time.sleep(0.2)
+    want = []
+    for k in range(3):
+        post_ndjson(d, ndjson_protos([('e%d' % i, 10 + i)
+                                      for i in range(k * 10, k * 10 + 10)]))
+        want += ['e%d' % i for i in range(k * 10, k * 10 + 10)]
+    got = []
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        got.append(json.loads(line))
+    eq([e['object']['metadata']['name'] for e in got], want,
+       'the chunked stream')
+    c.request('GET', '/healthz')
+    eq(c.getresponse().status, 200, 'the next request on that connection')
+    c.close()
+    for s, what in [(s10, 'HTTP/1.0'), (sclose, 'Connection: close')]:
+        head, _, body = read_to_close(s).partition(b'\r\n\r\n')
+        s.close()
+        check(b' 200 ' in head.split(b'\r\n')[0], what + ': 200')
+        if b'transfer-encoding: chunked' in head.lower():
+            check(what != 'HTTP/1.0', 'HTTP/1.0 is not chunked')
+            body = dechunk(body)
+        eq([json.loads(x)['object']['metadata']['name']
+            for x in body.splitlines() if x], want, what + ': the events')
 
 
 @test
