@@ -449,62 +449,73 @@ done
 say "== 4. lists at 10,000 runs and at a large store"
 LD=$T/list
 SMALL=10000
-# list_measure SCALE — the six queries, REPS times each, one connection.
-# Objects lists have read so far (the daemon's /metrics).
+# Per scale (small, large): the daemon (URL, port, pid), its store and the
+# query parameters list_prep finds in it.
+declare -A L_KI L_PORT L_PID L_DIR L_TOK L_LTOK L_ENV L_NOTIN L_TOTAL
+# Objects lists have read so far (the daemon's /metrics) at scale $1.
 examined() {
-	curl -sS "http://127.0.0.1:$KI_PORT/metrics" |
+	curl -sS "http://127.0.0.1:${L_PORT[$1]}/metrics" |
 	    awk '$1 == "kernelindex_list_objects_examined_total" {print $2}'
 }
-list_measure() {
-	local sc=$1 total emb off loff tok ltok i q url
-	curl -sS "$KI/facets" >"$T/facets.json"
+# list_prep SCALE — what the queries need from the store at SCALE.
+list_prep() {
+	local sc=$1 ki=${L_KI[$1]} total emb off loff
+	curl -sS "$ki/facets" >"$T/facets.json"
 	total=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["total"])' "$T/facets.json")
 	emb=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["labels"]["kernel"]["embedding"])' "$T/facets.json")
+	L_TOTAL[$sc]=$total
 	info "list_${sc}_runs" "$total"
+	info "list_${sc}_embedding" "$emb"
 	# Every kernel but swiglu, as notin: a requirement no index serves, so
 	# the daemon reads runs in order until 100 swiglu runs (0.65%) match.
-	NOTIN=$(python3 -c 'import json,sys,urllib.parse; ks=sorted(k for k in json.load(open(sys.argv[1]))["labels"]["kernel"] if k != "swiglu"); print(urllib.parse.quote("kernel notin (%s)" % ",".join(ks), safe=""))' "$T/facets.json")
+	L_NOTIN[$sc]=$(python3 -c 'import json,sys,urllib.parse; ks=sorted(k for k in json.load(open(sys.argv[1]))["labels"]["kernel"] if k != "swiglu"); print(urllib.parse.quote("kernel notin (%s)" % ",".join(ks), safe=""))' "$T/facets.json")
 	# The seed's environment (an A100 SXM4): every run measured there.
-	ENV=$(curl -sS "$KI/benchmarkruns/$SEED_NAME" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["environmentDigest"])')
-	info "list_${sc}_embedding" "$emb"
+	L_ENV[$sc]=$(curl -sS "$ki/benchmarkruns/$SEED_NAME" | python3 -c 'import json,sys; print(json.load(sys.stdin)["spec"]["environmentDigest"])')
 	# 90% of the way into the list, but at most page 10,000.
 	off=$((total * 9 / 10 / 100 * 100))
 	[ "$off" -le 999900 ] || off=999900
 	loff=$((emb * 9 / 10 / 100 * 100))
 	[ "$loff" -le 999900 ] || loff=999900
-	tok=$($PY walk "$KI/benchmarkruns" "" "$off")
-	ltok=$($PY walk "$KI/benchmarkruns" "labelSelector=kernel%3Dembedding" \
-	    "$loff")
+	L_TOK[$sc]=$($PY walk "$ki/benchmarkruns" "" "$off")
+	L_LTOK[$sc]=$($PY walk "$ki/benchmarkruns" \
+	    "labelSelector=kernel%3Dembedding" "$loff")
 	info "list_${sc}_deep_page" "$((off / 100 + 1))"
 	info "list_${sc}_labeldeep_page" "$((loff / 100 + 1))"
-	for i in $(seq $REPS); do
-		for q in label field fieldref first deep labeldeep scan; do
-			case $q in
-			label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
-			field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
-			fieldref) url="limit=100&fieldSelector=spec.environmentDigest%3D$ENV" ;;
-			first) url="limit=100" ;;
-			deep) url="limit=100&continue=$tok" ;;
-			labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=$ltok" ;;
-			scan) url="limit=100&labelSelector=$NOTIN" ;;
-			esac
-			[ "$(curl -s -o /dev/null -w '%{http_code}' \
-			    "$KI/benchmarkruns?$url")" = 200 ] ||
-			    die "list $q answered non-200"
-			# How the daemon served it: objects it read per page
-			# (/metrics counts them), against the 100 it answers.
-			e0=$(examined)
-			curl -s -o /dev/null "$KI/benchmarkruns?$url"
-			rec "list_${sc}_${q}_examined" "$(($(examined) - e0))"
-			wrk_run "list_${sc}_$q" "$KI_PID" -t1 -c1 -d${LIST_D}s \
-			    --latency --timeout 10s -s "$HERE/stats.lua" \
-			    "$KI/benchmarkruns?$url"
-		done
+}
+# list_round SCALE — the seven queries once each, one connection.
+list_round() {
+	local sc=$1 ki=${L_KI[$1]} q url e0
+	for q in label field fieldref first deep labeldeep scan; do
+		case $q in
+		label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
+		field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
+		fieldref) url="limit=100&fieldSelector=spec.environmentDigest%3D${L_ENV[$sc]}" ;;
+		first) url="limit=100" ;;
+		deep) url="limit=100&continue=${L_TOK[$sc]}" ;;
+		labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=${L_LTOK[$sc]}" ;;
+		scan) url="limit=100&labelSelector=${L_NOTIN[$sc]}" ;;
+		esac
+		[ "$(curl -s -o /dev/null -w '%{http_code}' \
+		    "$ki/benchmarkruns?$url")" = 200 ] ||
+		    die "list $q at $sc answered non-200"
+		# How the daemon served it: objects it read for the page (/metrics
+		# counts them), against the 100 it answers.
+		e0=$(examined "$sc")
+		curl -s -o /dev/null "$ki/benchmarkruns?$url"
+		rec "list_${sc}_${q}_examined" "$(($(examined "$sc") - e0))"
+		wrk_run "list_${sc}_$q" "${L_PID[$sc]}" -t1 -c1 -d${LIST_D}s \
+		    --latency --timeout 10s -s "$HERE/stats.lua" \
+		    "$ki/benchmarkruns?$url"
 	done
-	rec "rssanon_${sc}_mb" "$(status_mb "$KI_PID" RssAnon)"
-	rss "list_${sc}_kernelindexd" "$KI_PID"
-	rec "store_${sc}_bytes_per_run" "$(($(stat -c %s "$LD/data.mdb") / total))"
-	info "store_${sc}_bytes" "$(stat -c %s "$LD/data.mdb")"
+}
+# list_done SCALE — memory and size after the lists.
+list_done() {
+	local sc=$1
+	rec "rssanon_${sc}_mb" "$(status_mb "${L_PID[$sc]}" RssAnon)"
+	rss "list_${sc}_kernelindexd" "${L_PID[$sc]}"
+	rec "store_${sc}_bytes_per_run" \
+	    "$(($(stat -c %s "${L_DIR[$sc]}/data.mdb") / ${L_TOTAL[$sc]}))"
+	info "store_${sc}_bytes" "$(stat -c %s "${L_DIR[$sc]}/data.mdb")"
 }
 
 start_ki "$LD" --sync false --map-size 64G
@@ -513,9 +524,10 @@ start_ki "$LD" --sync false --map-size 64G
 out=$($PY load "$KI_PORT" "$T/liger.ndjson" 0 $((SMALL - CSV_ROWS)) 600)
 say "  loaded to $SMALL runs: $out"
 stop "$KI_PID"
-start_ki "$LD" --map-size 64G
+# The small store stays as it is; the large one grows from a copy of it.
+cp -a "$LD" "$T/small"
+start_ki "$T/small" --map-size 64G
 rec ready_small_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
-list_measure small
 stop "$KI_PID"
 
 # The large store: kernelindex-gen copies the small store's runs (each copy
@@ -543,16 +555,28 @@ sync
 echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || note "page cache not dropped"
 start_ki "$LD" --map-size 256G
 rec ready_large_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
-L_PID=$KI_PID L_KI=$KI L_PORT=$KI_PORT
+L_KI[large]=$KI L_PORT[large]=$KI_PORT L_PID[large]=$KI_PID L_DIR[large]=$LD
 start_ki "$T/fresh"
-out=$($PY checkgen "$L_KI" "$KI" "$T/liger.ndjson" "$SMALL" 1) ||
+out=$($PY checkgen "${L_KI[large]}" "$KI" "$T/liger.ndjson" "$SMALL" 1) ||
     die "generated runs differ from uploads: $out"
 say "  generated runs are what uploads make: $out"
 stop "$KI_PID"
-KI_PID=$L_PID KI=$L_KI KI_PORT=$L_PORT
-list_measure large
-stop "$KI_PID"
-rm -rf "$LD"
+start_ki "$T/small" --map-size 64G
+L_KI[small]=$KI L_PORT[small]=$KI_PORT L_PID[small]=$KI_PID
+L_DIR[small]=$T/small
+list_prep small
+list_prep large
+# Both stores are measured in turn, round after round, so that whatever
+# else the machine does weighs on both sizes alike.
+for i in $(seq $REPS); do
+	list_round small
+	list_round large
+done
+list_done small
+list_done large
+stop "${L_PID[small]}"
+stop "${L_PID[large]}"
+rm -rf "$LD" "$T/small"
 
 # =====================================================================
 say "== 5. watch fan-out while runs are written"
