@@ -1731,8 +1731,19 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	if (opt->continue_token != NULL && *opt->continue_token != '\0') {
 		/* Token: "i:" + the id of the previous page's last object, in
 		 * decimal: the next page starts after it with one seek. */
-		if (b64_decode(opt->continue_token, &after) != KI_OK ||
-		    parse_after(&after, k->id, &after_id) != KI_OK) {
+		int drc = b64_decode(opt->continue_token, &after);
+
+		if (drc == KI_OK && after.len >= 2 &&
+		    memcmp(after.data, "n:", 2) == 0) {
+			/* A name-ordered page of an older kernelindexd: the pages
+			 * it continued are gone, as an expired token's are. */
+			api_status_fail(&st, 410, "Expired", "the continue token "
+			    "comes from an older version of the index, whose pages "
+			    "were in name order: list again from the start");
+			api_resp_status(r, &st);
+			goto out;
+		}
+		if (drc != KI_OK || parse_after(&after, k->id, &after_id) != KI_OK) {
 			api_status_fail(&st, 400, "BadRequest", "the continue token "
 			    "is malformed: pass metadata.continue from the previous "
 			    "page unchanged");

@@ -766,6 +766,16 @@ def cases():
     add(Case('malformed_continue', None, method='GET',
              path='/benchmarkprotocols?continue=%21%21%21',
              words=['continue']))
+    # "i:1" then a byte outside base64url: the whole token must decode.
+    add(Case('partial_continue', None, method='GET',
+             path='/benchmarkprotocols?continue=aTox%21', words=['continue']))
+    # "i:172": an id that is not a protocol's (the kind is its top byte).
+    add(Case('foreign_continue', None, method='GET',
+             path='/benchmarkprotocols?continue=aToxNzI', words=['continue']))
+    # "n:foo": a name-ordered token of the earlier store format.
+    add(Case('old_format_continue', None, method='GET',
+             path='/benchmarkprotocols?continue=bjpmb28', code=410,
+             reason='Expired', words=['older version']))
 
     # -- paths and methods --
     add(Case('unknown_path', None, method='GET', path='/no/such/path',
