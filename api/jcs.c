@@ -925,61 +925,6 @@ scan_close_object(struct scan *s)
 	return rc;
 }
 
-/* Reads 4 hex digits (either case) into *v. Returns 0, or -1 if p[0..4)
- * is not hex. */
-static int
-hex4(const unsigned char *p, uint32_t *v)
-{
-	uint32_t r = 0;
-	int i;
-
-	for (i = 0; i < 4; i++) {
-		unsigned char c = p[i];
-
-		r <<= 4;
-		if (c >= '0' && c <= '9')
-			r |= (uint32_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			r |= (uint32_t)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			r |= (uint32_t)(c - 'A' + 10);
-		else
-			return -1;
-	}
-	*v = r;
-	return 0;
-}
-
-/* Appends code point c (at most U+10FFFF) as UTF-8. Returns 0 or
- * KI_ENOMEM. */
-static int
-put_utf8(ki_buf *b, uint32_t c)
-{
-	char u[4];
-	size_t n;
-
-	if (c < 0x80) {
-		u[0] = (char)c;
-		n = 1;
-	} else if (c < 0x800) {
-		u[0] = (char)(0xC0 | (c >> 6));
-		u[1] = (char)(0x80 | (c & 0x3F));
-		n = 2;
-	} else if (c < 0x10000) {
-		u[0] = (char)(0xE0 | (c >> 12));
-		u[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-		u[2] = (char)(0x80 | (c & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | (c >> 18));
-		u[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-		u[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-		u[3] = (char)(0x80 | (c & 0x3F));
-		n = 4;
-	}
-	return ki_buf_append(b, u, n);
-}
-
 /* Reads the string whose opening quote is at s->i and leaves s->i after
  * the closing one. When k is non-NULL the string is a key and k receives
  * it, decoded into the arena if it has escapes. Surrogate escapes are
@@ -1018,13 +963,13 @@ scan_string(struct scan *s, struct key_ref *k, size_t *lone)
 		case 'r': c = '\r'; break;
 		case 't': c = '\t'; break;
 		case 'u':
-			if (n - i < 6 || hex4(t + i + 2, &c) != 0)
+			if (n - i < 6 || ki_hex4(t + i + 2, &c) != 0)
 				return KI_EINVAL;
 			elen = 6;
 			if (c < 0xD800 || c > 0xDFFF)
 				break;
 			if (c <= 0xDBFF && n - i >= 12 && t[i + 6] == '\\' &&
-			    t[i + 7] == 'u' && hex4(t + i + 8, &lo) == 0 &&
+			    t[i + 7] == 'u' && ki_hex4(t + i + 8, &lo) == 0 &&
 			    lo >= 0xDC00 && lo <= 0xDFFF) {
 				c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
 				elen = 12;
@@ -1045,7 +990,7 @@ scan_string(struct scan *s, struct key_ref *k, size_t *lone)
 				k->off = s->arena.len;
 			}
 			if (ki_buf_append(&s->arena, t + run, i - run) != KI_OK ||
-			    put_utf8(&s->arena, c) != KI_OK)
+			    ki_buf_put_utf8(&s->arena, c) != KI_OK)
 				return KI_ENOMEM;
 		}
 		i += elen;

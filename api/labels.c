@@ -375,47 +375,7 @@ api_labels_encode(struct json_object *labels, ki_buf *out)
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
 
-static const char *
-label_of(struct json_object *labels, const char *key)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(labels, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return "";
-	return json_object_get_string(v);
-}
-
-int
-api_labels_facets(struct json_object *labels, int is_run, ki_buf *out)
-{
-	if (labels == NULL || !json_object_is_type(labels, json_type_object))
-		return KI_OK;
-	json_object_object_foreach(labels, key, val) {
-		const char *v = json_object_get_string(val);
-
-		ki_buf_append(out, "l:", 2);
-		ki_buf_puts(out, key);
-		ki_buf_putc(out, '=');
-		/* "%s" of NULL wrote "(null)": kept so the blob stays the same. */
-		ki_buf_puts(out, v != NULL ? v : "(null)");
-		ki_buf_putc(out, '\0');
-	}
-	if (is_run) {
-		ki_buf_append(out, "c:", 2);
-		ki_buf_puts(out, label_of(labels, "kernel"));
-		ki_buf_putc(out, '\x1f');
-		ki_buf_puts(out, label_of(labels, "provider"));
-		ki_buf_putc(out, '\x1f');
-		ki_buf_puts(out, label_of(labels, "gpu"));
-		ki_buf_putc(out, '\x1f');
-		ki_buf_puts(out, label_of(labels, "metric"));
-		ki_buf_putc(out, '\0');
-	}
-	return out->oom ? KI_ENOMEM : KI_OK;
-}
-
-/* The value of key in a label blob, or "" (as label_of). */
+/* The value of key in a label blob, or "". */
 static const char *
 blob_label(const char *labels, size_t len, const char *key)
 {

@@ -56,11 +56,10 @@ const api_requirement *api_selector_driver(const api_selector *s);
  * (appended to out). */
 int api_labels_encode(struct json_object *labels, ki_buf *out);
 
-/* Appends the facet strings of a labels object: "l:k=v\0" for each label
- * and, for runs, "c:kernel\x1fprovider\x1fgpu\x1fmetric\0". */
-int api_labels_facets(struct json_object *labels, int is_run, ki_buf *out);
-/* The same facets (and "n:") from an object's kind and label blob: the
- * store's store_options.facets, so records need not carry them. */
+/* An object's facets, from its kind and label blob: "l:k=v\0" for each
+ * label, for runs "c:kernel\x1fprovider\x1fgpu\x1fmetric\0", and "n:\0"
+ * (every object counts once there, so a kind's total is one lookup). The
+ * store's store_options.facets: records do not carry them. */
 int api_store_facets(int kind, const char *labels, size_t len, ki_buf *out);
 
 /* Adds the labels the server derives for a run (kernel, pass, provider,

@@ -23,7 +23,6 @@ api_prerender_free(api_prerender *p)
 		return;
 	ki_buf_free(&p->json);
 	ki_buf_free(&p->labels);
-	ki_buf_free(&p->facets);
 	free(p);
 }
 
@@ -191,29 +190,6 @@ fast_ws(fast_parser *p)
 		p->i++;
 }
 
-/* Reads 4 hex digits at p (either case) into *v; -1 if not hex. */
-static int
-fast_hex4(const unsigned char *p, uint32_t *v)
-{
-	uint32_t r = 0;
-
-	for (int i = 0; i < 4; i++) {
-		unsigned char c = p[i];
-
-		r <<= 4;
-		if (c >= '0' && c <= '9')
-			r |= (uint32_t)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			r |= (uint32_t)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			r |= (uint32_t)(c - 'A' + 10);
-		else
-			return -1;
-	}
-	*v = r;
-	return 0;
-}
-
 /* Reads the string whose quote is at p->i. Its bytes are in the text
  * (*s, *len) when it has no escape, else decoded into p->scratch; with
  * to_scratch they are always copied there, NUL-terminated (keys). Returns
@@ -229,8 +205,7 @@ fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
 	for (;;) {
 		unsigned char c;
 		uint32_t u, lo;
-		char enc[4];
-		size_t elen, ulen;
+		size_t elen;
 
 		if (i >= p->n)
 			return -1;
@@ -264,14 +239,14 @@ fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
 		case 'r': u = '\r'; break;
 		case 't': u = '\t'; break;
 		case 'u':
-			if (p->n - i < 6 || fast_hex4(t + i + 2, &u) != 0 || u == 0)
+			if (p->n - i < 6 || ki_hex4(t + i + 2, &u) != 0 || u == 0)
 				return -1;
 			elen = 6;
 			if (u >= 0xDC00 && u <= 0xDFFF)
 				return -1;
 			if (u >= 0xD800 && u <= 0xDBFF) {
 				if (p->n - i < 12 || t[i + 6] != '\\' || t[i + 7] != 'u' ||
-				    fast_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 ||
+				    ki_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 ||
 				    lo > 0xDFFF)
 					return -1;
 				u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
@@ -281,27 +256,8 @@ fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
 		default:
 			return -1;
 		}
-		if (u < 0x80) {
-			enc[0] = (char)u;
-			ulen = 1;
-		} else if (u < 0x800) {
-			enc[0] = (char)(0xC0 | (u >> 6));
-			enc[1] = (char)(0x80 | (u & 0x3F));
-			ulen = 2;
-		} else if (u < 0x10000) {
-			enc[0] = (char)(0xE0 | (u >> 12));
-			enc[1] = (char)(0x80 | ((u >> 6) & 0x3F));
-			enc[2] = (char)(0x80 | (u & 0x3F));
-			ulen = 3;
-		} else {
-			enc[0] = (char)(0xF0 | (u >> 18));
-			enc[1] = (char)(0x80 | ((u >> 12) & 0x3F));
-			enc[2] = (char)(0x80 | ((u >> 6) & 0x3F));
-			enc[3] = (char)(0x80 | (u & 0x3F));
-			ulen = 4;
-		}
 		if (ki_buf_append(&p->scratch, t + run, i - run) != KI_OK ||
-		    ki_buf_append(&p->scratch, enc, ulen) != KI_OK)
+		    ki_buf_put_utf8(&p->scratch, u) != KI_OK)
 			return -1;
 		esc = 1;
 		i += elen;
@@ -1152,8 +1108,8 @@ copy_value(struct json_object *v)
 	return c;
 }
 
-static void
-new_uid(char out[37])
+void
+api_new_uid(char out[37])
 {
 	static const char hex[] = "0123456789abcdef";
 	unsigned char r[16];
@@ -1194,7 +1150,7 @@ api_new_metadata(struct json_object *doc_meta, double now)
 		if (json_object_object_get_ex(doc_meta, *k, &v) && v != NULL)
 			json_object_object_add(m, *k, copy_value(v));
 	}
-	new_uid(uid);
+	api_new_uid(uid);
 	ki_buf_init(&ts);
 	api_format_time(now, &ts);
 	json_object_object_add(m, "uid", json_object_new_string(uid));

@@ -18,13 +18,13 @@ enum { API_REF_PROTOCOL, API_REF_WORKLOAD, API_REF_ENVIRONMENT,
 	API_REF_IMPLEMENTATION, API_NREFS };
 
 /* An object rendered ahead of its write transaction, from a read of the
- * store: its store_obj (json, labels and facets point into the buffers
+ * store: its store_obj (json and labels point into the buffers
  * here), the offset in json of the one-character resourceVersion left to
  * fill in, and the ids its references resolved to (0: none), which the
  * write checks before it uses the rendering. */
 typedef struct api_prerender {
 	store_obj o;
-	ki_buf json, labels, facets;
+	ki_buf json, labels;
 	size_t rv_at;
 	uint64_t ref_ids[API_NREFS];
 } api_prerender;
@@ -102,6 +102,8 @@ int api_render(const api_kind *k, const char *meta, size_t meta_len,
 /* The metadata of a new object: the document's name, title, labels and
  * annotations plus uid, creationTimestamp (now) and generation 1. The
  * caller puts it; resourceVersion is set when it is stored. NULL on OOM. */
+/* A random (version 4) UUID, NUL-terminated, for metadata.uid. */
+void api_new_uid(char out[37]);
 struct json_object *api_new_metadata(struct json_object *doc_meta,
 	double now);
 

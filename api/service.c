@@ -329,7 +329,7 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *extra_status, api_prerender *pre)
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
-	ki_buf metab, status, json, lblob, fblob, rvs;
+	ki_buf metab, status, json, lblob, rvs;
 	api_plausibility pl;
 	api_run_refs rr;
 	store_obj o;
@@ -341,7 +341,6 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	ki_buf_init(&status);
 	ki_buf_init(&json);
 	ki_buf_init(&lblob);
-	ki_buf_init(&fblob);
 	ki_buf_init(&rvs);
 	memset(&o, 0, sizeof(o));
 	o.kind = k->id;
@@ -380,12 +379,10 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	}
 	if (json_object_object_length(labels) == 0)
 		json_object_object_del(meta, "labels");
-	else if ((rc = api_labels_encode(labels, &lblob)) != KI_OK ||
-	    (rc = api_labels_facets(labels, k->id == API_RUN, &fblob)) != KI_OK)
+	else if ((rc = api_labels_encode(labels, &lblob)) != KI_OK)
 		goto out;
-	/* Every object counts once under "n:", so a kind's total is one
-	 * lookup, not a scan. */
-	ki_buf_append(&fblob, "n:", 3);
+	/* Its facets the store computes from kind and labels
+	 * (api_store_facets, given at store_open). */
 	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
 		goto out;
 	rc = api_compute_status(txn, k, digest, refs, nrefs,
@@ -407,8 +404,6 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	o.nrefs = nrefs;
 	o.labels = lblob.len ? lblob.data : NULL;
 	o.labels_len = lblob.len;
-	o.facets = fblob.len ? fblob.data : NULL;
-	o.facets_len = fblob.len;
 	if (pre != NULL) {
 		static const char pat[] = "\"resourceVersion\":\"0\"";
 		const char *at = memmem(o.json + o.meta_off, o.meta_len, pat,
@@ -424,13 +419,10 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		pre->o = o;
 		pre->json = json;
 		pre->labels = lblob;
-		pre->facets = fblob;
 		ki_buf_init(&json);
 		ki_buf_init(&lblob);
-		ki_buf_init(&fblob);
 		pre->o.json = pre->json.data;
 		pre->o.labels = pre->labels.len ? pre->labels.data : NULL;
-		pre->o.facets = pre->facets.len ? pre->facets.data : NULL;
 		rc = KI_OK;
 		goto out;
 	}
@@ -444,7 +436,6 @@ out:
 	ki_buf_free(&status);
 	ki_buf_free(&json);
 	ki_buf_free(&lblob);
-	ki_buf_free(&fblob);
 	return rc;
 }
 
@@ -1827,21 +1818,18 @@ static int
 facet_scan(void *arg, const store_obj *o)
 {
 	facet_acc *f = arg;
-	const char *p = o->facets, *end = o->facets + o->facets_len;
+	const char *p, *end;
 
 	if (!api_query_match(f->q, o))
 		return 0;
 	f->total++;
-	if (o->facets_len == 0) {
-		/* Records do not carry their facets: they follow from the
-		 * labels. */
-		ki_buf_reset(&f->scratch);
-		if (api_store_facets(o->kind, o->labels, o->labels_len,
-		    &f->scratch) != KI_OK)
-			return KI_ENOMEM;
-		p = f->scratch.data;
-		end = p + f->scratch.len;
-	}
+	/* Records do not carry their facets: they follow from the labels. */
+	ki_buf_reset(&f->scratch);
+	if (api_store_facets(o->kind, o->labels, o->labels_len, &f->scratch) !=
+	    KI_OK)
+		return KI_ENOMEM;
+	p = f->scratch.data;
+	end = p + f->scratch.len;
 	while (p != NULL && p < end) {
 		size_t n = strnlen(p, (size_t)(end - p));
 		char key[STORE_MAX_NATKEY + 1];

@@ -155,6 +155,56 @@ ki_buf_printf(ki_buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int
+ki_hex4(const unsigned char *p, uint32_t *v)
+{
+	uint32_t r = 0;
+
+	for (int i = 0; i < 4; i++) {
+		unsigned char c = p[i];
+
+		r <<= 4;
+		if (c >= '0' && c <= '9')
+			r |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			r |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			r |= (uint32_t)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*v = r;
+	return 0;
+}
+
+int
+ki_buf_put_utf8(ki_buf *b, uint32_t c)
+{
+	char u[4];
+	size_t n;
+
+	if (c < 0x80) {
+		u[0] = (char)c;
+		n = 1;
+	} else if (c < 0x800) {
+		u[0] = (char)(0xC0 | (c >> 6));
+		u[1] = (char)(0x80 | (c & 0x3F));
+		n = 2;
+	} else if (c < 0x10000) {
+		u[0] = (char)(0xE0 | (c >> 12));
+		u[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+		u[2] = (char)(0x80 | (c & 0x3F));
+		n = 3;
+	} else {
+		u[0] = (char)(0xF0 | (c >> 18));
+		u[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+		u[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+		u[3] = (char)(0x80 | (c & 0x3F));
+		n = 4;
+	}
+	return ki_buf_append(b, u, n);
+}
+
 size_t
 ki_utf8_len(const unsigned char *s, size_t n)
 {

@@ -58,6 +58,11 @@ int ki_buf_json_string(ki_buf *b, const char *s, size_t n);
 /* Length of the well-formed UTF-8 sequence (RFC 3629: no overlong forms,
  * no surrogates, nothing beyond U+10FFFF) at s, n bytes left; 0 if none. */
 size_t ki_utf8_len(const unsigned char *s, size_t n);
+/* Appends code point c (at most U+10FFFF) as UTF-8. */
+int ki_buf_put_utf8(ki_buf *b, uint32_t c);
+/* Reads 4 hex digits (either case) at p into *v: 0, or -1 if p[0..4) is
+ * not hex (JSON's \uXXXX). */
+int ki_hex4(const unsigned char *p, uint32_t *v);
 
 /* Hands the memory to the caller (caller frees with free()); the buffer is
  * re-initialised. Returns NULL after an OOM (and frees). */

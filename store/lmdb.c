@@ -131,21 +131,34 @@ store_id_kind(uint64_t id)
 	return (int)(id >> 56);
 }
 
+/* Reads the 8-byte big-endian value under key. KI_ENOTFOUND when absent,
+ * KI_ESTORE when the value is not 8 bytes. */
 static int
-meta_get_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *out)
+get_u64(MDB_txn *txn, MDB_dbi dbi, MDB_val *key, uint64_t *out)
 {
-	MDB_val k = { strlen(key), (void *)(uintptr_t)key }, v;
-	int rc = mdb_get(txn, meta, &k, &v);
+	MDB_val v;
+	int rc = mdb_get(txn, dbi, key, &v);
 
-	*out = 0;
-	if (rc == MDB_NOTFOUND)
-		return KI_OK;
 	if (rc != 0)
 		return map_rc(rc);
 	if (v.mv_size != 8)
 		return KI_ESTORE;
 	*out = get_be64(v.mv_data);
 	return KI_OK;
+}
+
+/* A counter of the meta table: 0 while it was never written. */
+static int
+meta_get_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *out)
+{
+	MDB_val k = { strlen(key), (void *)(uintptr_t)key };
+	int rc = get_u64(txn, meta, &k, out);
+
+	if (rc == KI_ENOTFOUND) {
+		*out = 0;
+		rc = KI_OK;
+	}
+	return rc;
 }
 
 static int
@@ -582,19 +595,6 @@ store_oldest_event(store_txn *t)
 
 /* ---- reads ---- */
 
-static int
-id_lookup(store_txn *t, MDB_dbi dbi, MDB_val *key, uint64_t *id)
-{
-	MDB_val v;
-	int rc = mdb_get(t->txn, dbi, key, &v);
-
-	if (rc != 0)
-		return map_rc(rc);
-	if (v.mv_size != 8)
-		return KI_ESTORE;
-	*id = get_be64(v.mv_data);
-	return KI_OK;
-}
 
 /* Decodes an object-table record into o, attaching its natural key and
  * refs from the aux table when it keeps them there (borrowed, valid until
@@ -711,7 +711,7 @@ store_get_by_name(store_txn *t, int kind, const char *name, size_t len,
 	if (len == 0 || len > STORE_MAX_NAME)
 		return KI_ENOTFOUND;
 	k = kind_key(kb, kind, name, len);
-	if ((rc = id_lookup(t, t->s->name, &k, &id)) != KI_OK)
+	if ((rc = get_u64(t->txn, t->s->name, &k, &id)) != KI_OK)
 		return rc;
 	return store_get_by_seq(t, id, out);
 }
@@ -724,7 +724,7 @@ store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	uint64_t id;
 	int rc;
 
-	if ((rc = id_lookup(t, t->s->digest, &k, &id)) != KI_OK)
+	if ((rc = get_u64(t->txn, t->s->digest, &k, &id)) != KI_OK)
 		return rc;
 	return store_get_by_seq(t, id, out);
 }
@@ -741,7 +741,7 @@ store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 	if (len == 0 || len > STORE_MAX_NATKEY)
 		return KI_ENOTFOUND;
 	k = kind_key(kb, kind, key, len);
-	if ((rc = id_lookup(t, t->s->natkey, &k, &id)) != KI_OK)
+	if ((rc = get_u64(t->txn, t->s->natkey, &k, &id)) != KI_OK)
 		return rc;
 	return store_get_by_seq(t, id, out);
 }
@@ -849,7 +849,7 @@ index_object(store_txn *t, const store_obj *o, int dir)
 		if (rc == KI_EEXIST)
 			rc = KI_OK;   /* the first object with that content keeps it */
 	} else {
-		rc = id_lookup(t, t->s->digest, &k, &id);
+		rc = get_u64(t->txn, t->s->digest, &k, &id);
 		if (rc == KI_OK && id == o->seq)
 			rc = map_rc(mdb_del(t->txn, t->s->digest, &k, NULL));
 		if (rc == KI_ENOTFOUND)
@@ -862,7 +862,7 @@ index_object(store_txn *t, const store_obj *o, int dir)
 		if (dir > 0) {
 			rc = map_rc(mdb_put(t->txn, t->s->natkey, &k, &v, 0));
 		} else {
-			rc = id_lookup(t, t->s->natkey, &k, &id);
+			rc = get_u64(t->txn, t->s->natkey, &k, &id);
 			if (rc == KI_OK && id == o->seq)
 				rc = map_rc(mdb_del(t->txn, t->s->natkey, &k, NULL));
 			if (rc == KI_ENOTFOUND)
@@ -975,7 +975,7 @@ store_put(store_txn *t, store_obj *o)
 	    o->kind <= 0 || o->kind > 255)
 		return KI_EINVAL;
 	k = kind_key(kb, o->kind, o->name, o->name_len);
-	rc = id_lookup(t, t->s->name, &k, &id);
+	rc = get_u64(t->txn, t->s->name, &k, &id);
 	if (rc != KI_OK && rc != KI_ENOTFOUND)
 		return rc;
 	exists = rc == KI_OK;
@@ -1025,7 +1025,7 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	if (!t->write || len == 0 || len > STORE_MAX_NAME)
 		return KI_EINVAL;
 	k = kind_key(kb, kind, name, len);
-	if ((rc = id_lookup(t, t->s->name, &k, &id)) != KI_OK)
+	if ((rc = get_u64(t->txn, t->s->name, &k, &id)) != KI_OK)
 		return rc;
 	if ((rc = load_copy(t, id, &copy, &old)) != KI_OK)
 		goto out;
@@ -1255,16 +1255,6 @@ out:
 	free(ps);
 	free(first);
 	return rc;
-}
-
-int
-store_list_label(store_txn *t, int kind, const char *key, const char *value,
-	uint64_t after, store_each_fn fn, void *arg)
-{
-	store_alt a = { key, value, NULL };
-	store_term term = { &a, 1 };
-
-	return store_list_index(t, kind, &term, 1, after, fn, arg);
 }
 
 int

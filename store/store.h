@@ -47,8 +47,9 @@ typedef struct store_options {
 	uint64_t history;      /* events kept for watch and resume */
 	int nosync;            /* tests only: skip fsync at commit */
 	/* When set, records do not carry their facets (they are a function
-	 * of kind and labels): the store computes them when it unindexes an
-	 * object, which keeps most records within one page. */
+	 * of kind and labels): the store computes them whenever a put leaves
+	 * store_obj.facets empty and when it unindexes an object, which keeps
+	 * a run's record within one page. */
 	store_facets_fn facets;
 } store_options;
 
@@ -82,7 +83,8 @@ typedef struct store_obj {
 	const char *labels;
 	size_t labels_len;
 	/* Facets as "text\0" strings: the store keeps a count of objects per
-	 * kind and facet (store_facets). */
+	 * kind and facet (store_facets). Empty on a put: computed with
+	 * store_options.facets. */
 	const char *facets;
 	size_t facets_len;
 	const char *json;
@@ -176,9 +178,6 @@ typedef struct store_term {
  * long to be indexed (see store_obj.labels). */
 int store_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
-/* store_list_index() with one label pair. */
-int store_list_label(store_txn *t, int kind, const char *key,
-	const char *value, uint64_t after, store_each_fn fn, void *arg);
 
 /* Calls fn for each facet of kind with its object count (> 0), in byte
  * order of the facet text, until fn returns non-zero. */

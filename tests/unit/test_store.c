@@ -238,6 +238,7 @@ test_list_and_delete(void)
 typedef struct evs {
 	int types[32];
 	uint64_t rvs[32];
+	char json[32][16];
 	int n;
 } evs;
 
@@ -248,6 +249,7 @@ on_event(void *arg, int type, const store_obj *o)
 
 	if (e->n < 32) {
 		e->types[e->n] = type;
+		snprintf(e->json[e->n], 16, "%.*s", (int)o->json_len, o->json);
 		e->rvs[e->n++] = o->rv;
 	}
 	return 0;
@@ -516,24 +518,6 @@ test_index_queries(void)
 	free(dir);
 }
 
-typedef struct states {
-	char json[8][16];
-	int types[8];
-	int n;
-} states;
-
-static int
-on_state(void *arg, int type, const store_obj *o)
-{
-	states *e = arg;
-
-	if (e->n < 8) {
-		e->types[e->n] = type;
-		snprintf(e->json[e->n++], 16, "%.*s", (int)o->json_len, o->json);
-	}
-	return 0;
-}
-
 /* Each event shows the object as that event left it, though the current
  * record has moved on or is gone. */
 static void
@@ -543,7 +527,7 @@ test_event_states(void)
 	store_options o = opts(64u << 20);
 	store *s;
 	store_txn *t;
-	states e;
+	evs e;
 	store_obj gone = { .json = "{del}", .json_len = 5 };
 
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
@@ -558,7 +542,7 @@ test_event_states(void)
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	memset(&e, 0, sizeof(e));
-	CU_ASSERT_EQUAL(store_events_since(t, 0, on_state, &e), KI_OK);
+	CU_ASSERT_EQUAL(store_events_since(t, 0, on_event, &e), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(e.n, 5);
 	CU_ASSERT_STRING_EQUAL(e.json[0], "{one}");
 	CU_ASSERT_STRING_EQUAL(e.json[1], "{two}");
@@ -574,7 +558,7 @@ test_event_states(void)
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	memset(&e, 0, sizeof(e));
-	CU_ASSERT_EQUAL(store_events_since(t, 1, on_state, &e), KI_OK);
+	CU_ASSERT_EQUAL(store_events_since(t, 1, on_event, &e), KI_OK);
 	CU_ASSERT_EQUAL(e.n, 4);
 	CU_ASSERT_STRING_EQUAL(e.json[0], "{two}");
 	store_abort(t);
