@@ -16,18 +16,37 @@ struct api_committer {
 	pthread_t thread;
 };
 
-/* Runs one batch: a parent transaction, a child per job, one sync. */
+/* Runs one batch: one transaction, one sync. Jobs marked rerun write in
+ * it directly; the others, and every job when the batch is run again, in
+ * a child transaction each. */
 static void
 run_batch(api_committer *c, api_job *jobs)
 {
 	store_txn *parent = NULL, *child;
-	int rc, wrote = 0;
+	int rc, wrote = 0, isolate_all = 0;
 	uint64_t rv = 0;
 
+again:
 	rc = store_begin(c->s, 1, &parent);
 	for (api_job *j = jobs; j != NULL; j = j->next) {
 		if (rc != KI_OK) {
 			j->rc = rc;
+			continue;
+		}
+		if (j->rerun && !isolate_all) {
+			uint64_t before = store_writes(parent);
+
+			j->rc = j->fn(parent, j->arg);
+			if (j->rc == KI_OK) {
+				wrote = 1;
+			} else if (store_writes(parent) != before) {
+				/* What it wrote cannot be dropped alone. */
+				store_abort(parent);
+				parent = NULL;
+				wrote = 0;
+				isolate_all = 1;
+				goto again;
+			}
 			continue;
 		}
 		if ((j->rc = store_begin_child(parent, &child)) != KI_OK)

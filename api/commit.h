@@ -1,7 +1,13 @@
 /* api/commit.h — group commit: concurrent write requests share one synced
- * LMDB commit. Each request's writes run in a child transaction of the
- * batch, so one request's failure leaves the others intact; every answer
- * waits until the batch is on disk. */
+ * LMDB commit, and every answer waits until the batch is on disk.
+ *
+ * A job that may fail after it has written (a bulk upload, a stream's
+ * chunk) runs in a child transaction of the batch, so that its failure
+ * leaves the others intact. A job marked rerun runs in the batch's own
+ * transaction, which saves the child's copy of every page it touches; if
+ * it fails after writing, the batch is aborted and run again with every
+ * job in a child transaction. Such a job's fn must therefore give the
+ * same answer when run again from the start. */
 #ifndef API_COMMIT_H
 #define API_COMMIT_H
 
@@ -22,6 +28,7 @@ struct api_job {
 	api_job_fn fn;
 	void *arg;
 	int rc;                   /* fn's result */
+	int rerun;                /* fn may run in the batch's transaction */
 	api_job_done done;
 	void *cookie;             /* for done: whom to wake */
 	api_job *next;

@@ -42,6 +42,10 @@ api_resp_free(api_resp *r)
 	r->spill = NULL;
 	r->spill_len = 0;
 	r->suffix = NULL;
+	if (r->release != NULL)
+		r->release(r->release_arg);
+	r->release = NULL;
+	r->release_arg = NULL;
 }
 
 void
@@ -1136,6 +1140,15 @@ create_write(store_txn *txn, void *arg)
 	api_resp *r = j->r;
 	int rc;
 
+	/* A job that may run again (job.rerun) starts from what admission
+	 * left: one element, admitted. */
+	j->any_created = 0;
+	r->location[0] = '\0';
+	if (j->job.rerun) {
+		j->u.els[0].failed = 0;
+		api_status_free(&j->u.els[0].st);
+		api_status_init(&j->u.els[0].st);
+	}
 	for (size_t i = 0; i < j->u.n; i++) {
 		element *e = &j->u.els[i];
 
@@ -1177,6 +1190,12 @@ create_job_free(create_job *j)
 	free(j);
 }
 
+static void
+create_job_release(void *arg)
+{
+	create_job_free(arg);
+}
+
 /* After the batch: a failed commit turns a success into an error. */
 static void
 create_done(api_job *job, int commit_rc)
@@ -1189,11 +1208,17 @@ create_done(api_job *job, int commit_rc)
 		j->r->location[0] = '\0';
 		api_fail_rc(j->r, commit_rc, "committing the write");
 	}
-	/* The caller's done() wakes whoever answers with r; j is ours alone and
-	 * goes after. */
-	if (user != NULL)
-		user(job, commit_rc);
-	create_job_free(j);
+	/* The caller's done() wakes whoever answers with r, and that thread
+	 * frees j with r: the thread that parsed the upload frees it, and the
+	 * committer goes on with the next batch. Nothing of j is touched
+	 * after done(). */
+	if (user == NULL) {
+		create_job_free(j);
+		return;
+	}
+	j->r->release = create_job_release;
+	j->r->release_arg = j;
+	user(job, commit_rc);
 }
 
 void
@@ -1257,6 +1282,9 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		}
 		j->job.fn = create_write;
 		j->job.arg = j;
+		/* One document or bundle: create_write can run it again from the
+		 * start, so it needs no transaction of its own. */
+		j->job.rerun = !j->bulk && j->u.n == 1;
 		j->user_done = NULL;
 		j->job.done = create_done;
 		r->job = &j->job;

@@ -58,6 +58,10 @@ typedef struct api_resp {
 	 * job->done and job->cookie, hands it to api_committer_submit(), and
 	 * answers with this response once done() has run. */
 	struct api_job *job;
+	/* What the answer was made from, freed with it (by api_resp_free): the
+	 * thread that answers frees it, not the committer. */
+	void (*release)(void *arg);
+	void *release_arg;
 	/* A body too large to keep in memory: body, then spill_len bytes of
 	 * spill from its start, then suffix (a static string). */
 	FILE *spill;

@@ -82,6 +82,7 @@ struct store_txn {
 	int write;
 	uint64_t rv;      /* store-wide rv including this txn's puts */
 	int dirty;
+	uint64_t writes;  /* calls that may have changed it (store_writes) */
 };
 
 static int
@@ -573,6 +574,12 @@ store_rv(store_txn *t)
 }
 
 uint64_t
+store_writes(store_txn *t)
+{
+	return t->writes;
+}
+
+uint64_t
 store_next_rv(store_txn *t)
 {
 	return t->rv + 1;
@@ -974,6 +981,7 @@ store_put(store_txn *t, store_obj *o)
 	    o->labels_len > UINT32_MAX || o->facets_len > UINT32_MAX ||
 	    o->kind <= 0 || o->kind > 255)
 		return KI_EINVAL;
+	t->writes++;
 	k = kind_key(kb, o->kind, o->name, o->name_len);
 	rc = get_u64(t->txn, t->s->name, &k, &id);
 	if (rc != KI_OK && rc != KI_ENOTFOUND)
@@ -1024,6 +1032,7 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 
 	if (!t->write || len == 0 || len > STORE_MAX_NAME)
 		return KI_EINVAL;
+	t->writes++;
 	k = kind_key(kb, kind, name, len);
 	if ((rc = get_u64(t->txn, t->s->name, &k, &id)) != KI_OK)
 		return rc;
@@ -1413,6 +1422,7 @@ store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 
 	if (!t->write)
 		return KI_EINVAL;
+	t->writes++;
 	t->dirty = 1;
 	return map_rc(mdb_put(t->txn, t->s->token, &k, &v, 0));
 }
@@ -1438,6 +1448,7 @@ store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 
 	if (!t->write)
 		return KI_EINVAL;
+	t->writes++;
 	t->dirty = 1;
 	return map_rc(mdb_del(t->txn, t->s->token, &k, NULL));
 }

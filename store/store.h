@@ -111,6 +111,9 @@ int store_begin_child(store_txn *parent, store_txn **out);
 int store_commit(store_txn *t);
 /* Aborts; the transaction is freed. Safe on NULL. */
 void store_abort(store_txn *t);
+/* How many calls so far may have changed t (puts, deletes, tokens, failed
+ * or not): unchanged across a call means it left t as it was. */
+uint64_t store_writes(store_txn *t);
 
 /* The store-wide resourceVersion as of this transaction (including puts
  * made in it). */

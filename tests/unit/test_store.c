@@ -1,10 +1,12 @@
 /* tests/unit/test_store.c — the LMDB store: names, digests, natural keys,
  * back-references, listing, events, persistence and a full map. */
 #include <CUnit/CUnit.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/commit.h"
 #include "store/store.h"
 #include "tests/unit/tests.h"
 
@@ -628,6 +630,157 @@ test_facets_recomputed(void)
 	free(dir);
 }
 
+/* ---- group commit ---- */
+
+/* A committer job for the tests: puts name (unless fail_first), then fails
+ * when told to; counts its runs; done() counts down. */
+typedef struct tjob {
+	api_job job;
+	const char *name;
+	int write_then_fail, fail_first, runs, done_rc;
+	int *pending;
+} tjob;
+
+static pthread_mutex_t tj_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tj_cv = PTHREAD_COND_INITIALIZER;
+static int tj_gate;     /* 1 while the first job holds the committer */
+static int tj_entered;  /* the first job is running */
+
+static int
+tjob_fn(store_txn *t, void *arg)
+{
+	tjob *j = arg;
+	int rc;
+
+	j->runs++;
+	if (j->name == NULL) {
+		/* The gate: holds this batch until the others are queued. */
+		pthread_mutex_lock(&tj_mu);
+		tj_entered = 1;
+		pthread_cond_broadcast(&tj_cv);
+		while (tj_gate)
+			pthread_cond_wait(&tj_cv, &tj_mu);
+		pthread_mutex_unlock(&tj_mu);
+		return KI_OK;
+	}
+	if (j->fail_first)
+		return KI_ECONFLICT;
+	rc = put(t, 1, j->name, (uint8_t)(0x40 + j->name[0]), NULL, NULL, 0);
+	if (rc != KI_OK)
+		return rc;
+	return j->write_then_fail ? KI_ECONFLICT : KI_OK;
+}
+
+static void
+tjob_done(api_job *job, int commit_rc)
+{
+	tjob *j = (tjob *)(void *)job;
+
+	j->done_rc = commit_rc;
+	pthread_mutex_lock(&tj_mu);
+	(*j->pending)--;
+	pthread_cond_broadcast(&tj_cv);
+	pthread_mutex_unlock(&tj_mu);
+}
+
+/* Runs jobs[1..n-1] as one batch: they are queued while the gate jobs[0]
+ * holds the committer in the batch before. */
+static void
+run_batch_of(api_committer *c, tjob *jobs, size_t n)
+{
+	int pending = (int)n;
+
+	tj_gate = 1;
+	tj_entered = 0;
+	for (size_t i = 0; i < n; i++) {
+		jobs[i].job.fn = tjob_fn;
+		jobs[i].job.arg = &jobs[i];
+		jobs[i].job.done = tjob_done;
+		jobs[i].pending = &pending;
+	}
+	api_committer_submit(c, &jobs[0].job);
+	pthread_mutex_lock(&tj_mu);
+	while (!tj_entered)
+		pthread_cond_wait(&tj_cv, &tj_mu);
+	pthread_mutex_unlock(&tj_mu);
+	for (size_t i = 1; i < n; i++)
+		api_committer_submit(c, &jobs[i].job);
+	pthread_mutex_lock(&tj_mu);
+	tj_gate = 0;
+	pthread_cond_broadcast(&tj_cv);
+	while (pending > 0)
+		pthread_cond_wait(&tj_cv, &tj_mu);
+	pthread_mutex_unlock(&tj_mu);
+}
+
+static int
+stored(store *s, const char *name)
+{
+	store_txn *t;
+	store_obj o;
+	int rc;
+
+	if (store_begin(s, 0, &t) != KI_OK)
+		return -1;
+	rc = store_get_by_name(t, 1, name, strlen(name), &o);
+	store_abort(t);
+	return rc == KI_OK;
+}
+
+/* Jobs marked rerun write in the batch's transaction; one that fails after
+ * writing makes the batch run again with each job in its own child, so
+ * its writes go and the others' stay. One that fails before writing, or
+ * a job in its own child, changes nothing for the rest. */
+static void
+test_group_commit_rerun(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	api_committer *c;
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, s, 0, NULL, NULL), KI_OK);
+	{
+		/* a, b and c share a batch; b writes, then fails. */
+		tjob j[4] = { { .name = NULL }, { .name = "a", .job.rerun = 1 },
+			{ .name = "b", .job.rerun = 1, .write_then_fail = 1 },
+			{ .name = "c", .job.rerun = 1 } };
+
+		run_batch_of(c, j, 4);
+		CU_ASSERT_EQUAL(stored(s, "a"), 1);
+		CU_ASSERT_EQUAL(stored(s, "b"), 0);
+		CU_ASSERT_EQUAL(stored(s, "c"), 1);
+		/* a and b ran again; c, after b, ran once, in the redo. */
+		CU_ASSERT_EQUAL(j[1].runs, 2);
+		CU_ASSERT_EQUAL(j[2].runs, 2);
+		CU_ASSERT_EQUAL(j[3].runs, 1);
+		CU_ASSERT_EQUAL(j[1].job.rc, KI_OK);
+		CU_ASSERT_EQUAL(j[2].job.rc, KI_ECONFLICT);
+		CU_ASSERT_EQUAL(j[3].job.rc, KI_OK);
+		CU_ASSERT_EQUAL(j[1].done_rc, KI_OK);
+	}
+	{
+		/* d fails before writing: nothing runs again. e is in a child
+		 * and fails after writing: its child goes, alone. */
+		tjob j[5] = { { .name = NULL }, { .name = "d", .job.rerun = 1,
+			.fail_first = 1 }, { .name = "e", .write_then_fail = 1 },
+			{ .name = "f", .job.rerun = 1 }, { .name = "g" } };
+
+		run_batch_of(c, j, 5);
+		CU_ASSERT_EQUAL(stored(s, "d"), 0);
+		CU_ASSERT_EQUAL(stored(s, "e"), 0);
+		CU_ASSERT_EQUAL(stored(s, "f"), 1);
+		CU_ASSERT_EQUAL(stored(s, "g"), 1);
+		for (int i = 1; i < 5; i++)
+			CU_ASSERT_EQUAL(j[i].runs, 1);
+	}
+	api_committer_stop(c);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 int
 test_store_register(void)
 {
@@ -651,6 +804,8 @@ test_store_register(void)
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and "
 	        "delete", test_facets_recomputed) == NULL ||
+	    CU_add_test(s, "group commit: a write that fails after writing is "
+	        "dropped alone", test_group_commit_rerun) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
 	        NULL)
 		return -1;
