@@ -388,7 +388,9 @@ fast_object(fast_parser *p, int level, struct json_object **out)
 		if (json_object_object_get_ex(o, key, NULL) ||
 		    fast_value(p, level, &v) != 0)
 			goto out;
-		if (json_object_object_add(o, key, v) != 0) {
+		/* Checked just above: no second lookup. */
+		if (json_object_object_add_ex(o, key, v,
+		    JSON_C_OBJECT_ADD_KEY_IS_NEW) != 0) {
 			json_object_put(v);
 			goto out;
 		}
