@@ -33,7 +33,7 @@ API=/apis/kernelindex.dev/v1alpha1
 REPS=3            # runs of each measurement; the table shows the median
 GET_D=10          # seconds of each wrk run for GETs and POSTs
 LAT_D=5           # seconds of each single-connection latency run
-LIST_D=3          # seconds of each list latency run
+LIST_D=5          # seconds of each list latency run (both stores)
 WATCH_D=6         # seconds of writing in each watch round
 WATCH_RATE=1000   # runs/s offered while watchers listen
 if [ "${KI_BENCH_QUICK:-0}" = 1 ]; then
@@ -256,6 +256,7 @@ base64 -w0 "$SEED" >"$T/seed.b64"
     die "the CLI could not convert the Liger CSV"
 CSV_ROWS=$(wc -l <"$T/liger.ndjson")
 cc -O2 -Wall -o "$T/fanout" "$HERE/fanout.c" || die "fanout.c did not build"
+cc -O2 -Wall -o "$T/pair" "$HERE/pair.c" -lcurl || die "pair.c did not build"
 
 # =====================================================================
 say "== 1. GET one object by name and by digest, against nginx"
@@ -482,30 +483,54 @@ list_prep() {
 	info "list_${sc}_deep_page" "$((off / 100 + 1))"
 	info "list_${sc}_labeldeep_page" "$((loff / 100 + 1))"
 }
-# list_round SCALE — the seven queries once each, one connection.
+# list_url SCALE QUERY — the query string of QUERY at SCALE.
+list_url() {
+	case $2 in
+	label) echo "limit=100&labelSelector=kernel%3Dembedding" ;;
+	field) echo "limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
+	fieldref) echo "limit=100&fieldSelector=spec.environmentDigest%3D${L_ENV[$1]}" ;;
+	first) echo "limit=100" ;;
+	deep) echo "limit=100&continue=${L_TOK[$1]}" ;;
+	labeldeep) echo "limit=100&labelSelector=kernel%3Dembedding&continue=${L_LTOK[$1]}" ;;
+	scan) echo "limit=100&labelSelector=${L_NOTIN[$1]}" ;;
+	esac
+}
+# list_round — the seven queries, each on both stores side by side: the
+# pair client alternates its requests between them (one connection each),
+# so that a moment when the machine is busy elsewhere weighs on both.
 list_round() {
-	local sc=$1 ki=${L_KI[$1]} q url e0
+	local q sc e0 out line n
+	declare -A url t0
 	for q in label field fieldref first deep labeldeep scan; do
-		case $q in
-		label) url="limit=100&labelSelector=kernel%3Dembedding" ;;
-		field) url="limit=100&fieldSelector=metadata.name%3D$SEED_NAME" ;;
-		fieldref) url="limit=100&fieldSelector=spec.environmentDigest%3D${L_ENV[$sc]}" ;;
-		first) url="limit=100" ;;
-		deep) url="limit=100&continue=${L_TOK[$sc]}" ;;
-		labeldeep) url="limit=100&labelSelector=kernel%3Dembedding&continue=${L_LTOK[$sc]}" ;;
-		scan) url="limit=100&labelSelector=${L_NOTIN[$sc]}" ;;
-		esac
-		[ "$(curl -s -o /dev/null -w '%{http_code}' \
-		    "$ki/benchmarkruns?$url")" = 200 ] ||
-		    die "list $q at $sc answered non-200"
-		# How the daemon served it: objects it read for the page (/metrics
-		# counts them), against the 100 it answers.
-		e0=$(examined "$sc")
-		curl -s -o /dev/null "$ki/benchmarkruns?$url"
-		rec "list_${sc}_${q}_examined" "$(($(examined "$sc") - e0))"
-		wrk_run "list_${sc}_$q" "${L_PID[$sc]}" -t1 -c1 -d${LIST_D}s \
-		    --latency --timeout 10s -s "$HERE/stats.lua" \
-		    "$ki/benchmarkruns?$url"
+		for sc in small large; do
+			url[$sc]="${L_KI[$sc]}/benchmarkruns?$(list_url $sc $q)"
+			[ "$(curl -s -o /dev/null -w '%{http_code}' "${url[$sc]}")" = 200 ] ||
+			    die "list $q at $sc answered non-200"
+			# How the daemon served it: objects it read for the page
+			# (/metrics counts them), against the 100 it answers.
+			e0=$(examined "$sc")
+			curl -s -o /dev/null "${url[$sc]}"
+			rec "list_${sc}_${q}_examined" "$(($(examined "$sc") - e0))"
+			t0[$sc]=$(ticks "${L_PID[$sc]}")
+		done
+		out=$("${L_CLIENT_PIN[@]}" "$T/pair" "${url[small]}" "${url[large]}" \
+		    100000 "$LIST_D") ||
+		    die "list $q: pair failed: $out"
+		line=$(printf '%s\n' "$out" | grep '^KIPAIR' | tail -1)
+		n=$(printf '%s\n' "$line" | sed -n 's/.* n=\([0-9]*\).*/\1/p')
+		for sc in small large; do
+			local k=a
+			[ "$sc" = large ] && k=b
+			rec "list_${sc}_${q}_p50_us" \
+			    "$(printf '%s\n' "$line" | sed -n "s/.* ${k}_p50_us=\([0-9]*\).*/\1/p")"
+			rec "list_${sc}_${q}_p99_us" \
+			    "$(printf '%s\n' "$line" | sed -n "s/.* ${k}_p99_us=\([0-9]*\).*/\1/p")"
+			# Server CPU per request: its ticks over the pair's requests
+			# (with the 50 warm-up ones).
+			rec "list_${sc}_${q}_cpu_us" "$(awk -v d=$(($(ticks "${L_PID[$sc]}") - t0[$sc])) \
+			    -v n=$((n + 50)) -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
+		done
+		info "list_${q}_pair_requests" "$n"
 	done
 }
 # list_done SCALE — memory and size after the lists.
@@ -553,7 +578,18 @@ rec gen_rps "$(awk -v n="$made" -v d=$((t1 - t0)) 'BEGIN {printf "%.0f", n / (d 
 # Drop the page cache's copy of the store, so that the open is timed cold.
 sync
 echo 1 >/proc/sys/vm/drop_caches 2>/dev/null || note "page cache not dropped"
+# The two list daemons share CPU 1 and the client runs on CPU 0 (on a
+# machine of two or more CPUs): otherwise where the scheduler happens to
+# place each daemon's threads against the client's changed a small query's
+# time by up to 2.6x between two daemons serving the same store.
+L_PIN=() L_CLIENT_PIN=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	L_PIN=(taskset -c 1) L_CLIENT_PIN=(taskset -c 0)
+	info list_pinning "daemons on CPU 1, client on CPU 0"
+fi
+KI_WRAP=("${L_PIN[@]}")
 start_ki "$LD" --map-size 256G
+KI_WRAP=()
 rec ready_large_ms "$(awk -v s="$KI_READY_S" 'BEGIN {printf "%.1f", s * 1000}')"
 L_KI[large]=$KI L_PORT[large]=$KI_PORT L_PID[large]=$KI_PID L_DIR[large]=$LD
 start_ki "$T/fresh"
@@ -561,16 +597,16 @@ out=$($PY checkgen "${L_KI[large]}" "$KI" "$T/liger.ndjson" "$SMALL" 1) ||
     die "generated runs differ from uploads: $out"
 say "  generated runs are what uploads make: $out"
 stop "$KI_PID"
+KI_WRAP=("${L_PIN[@]}")
 start_ki "$T/small" --map-size 64G
+KI_WRAP=()
 L_KI[small]=$KI L_PORT[small]=$KI_PORT L_PID[small]=$KI_PID
 L_DIR[small]=$T/small
 list_prep small
 list_prep large
-# Both stores are measured in turn, round after round, so that whatever
-# else the machine does weighs on both sizes alike.
+# Both stores are measured side by side, request by request (list_round).
 for i in $(seq $REPS); do
-	list_round small
-	list_round large
+	list_round
 done
 list_done small
 list_done large
