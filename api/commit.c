@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 struct api_committer {
 	store *s;
@@ -14,7 +16,17 @@ struct api_committer {
 	api_job *head, *tail;
 	int stop;
 	pthread_t thread;
+	api_commit_stats stats;   /* atomics */
 };
+
+static uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 /* Runs one batch: one transaction, one sync. Jobs marked rerun write in
  * it directly; the others, and every job when the batch is run again, in
@@ -24,7 +36,7 @@ run_batch(api_committer *c, api_job *jobs)
 {
 	store_txn *parent = NULL, *child;
 	int rc, wrote = 0, isolate_all = 0;
-	uint64_t rv = 0;
+	uint64_t rv = 0, njobs = 0, t0;
 
 again:
 	rc = store_begin(c->s, 1, &parent);
@@ -45,6 +57,7 @@ again:
 				parent = NULL;
 				wrote = 0;
 				isolate_all = 1;
+				__atomic_add_fetch(&c->stats.redone, 1, __ATOMIC_RELAXED);
 				goto again;
 			}
 			continue;
@@ -61,7 +74,16 @@ again:
 	}
 	if (rc == KI_OK) {
 		rv = store_rv(parent);
+		t0 = mono_us();
 		rc = store_commit(parent);
+		__atomic_add_fetch(&c->stats.commit_us, mono_us() - t0,
+		    __ATOMIC_RELAXED);
+		if (rc == KI_OK) {
+			for (api_job *j = jobs; j != NULL; j = j->next)
+				njobs++;
+			__atomic_add_fetch(&c->stats.batches, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&c->stats.jobs, njobs, __ATOMIC_RELAXED);
+		}
 	}
 	if (rc == KI_OK && wrote && c->committed != NULL)
 		c->committed(c->arg, rv);
@@ -142,6 +164,18 @@ api_committer_submit(api_committer *c, api_job *job)
 	c->tail = job;
 	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+}
+
+void
+api_committer_stats(api_committer *c, api_commit_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c == NULL)
+		return;
+	out->batches = __atomic_load_n(&c->stats.batches, __ATOMIC_RELAXED);
+	out->jobs = __atomic_load_n(&c->stats.jobs, __ATOMIC_RELAXED);
+	out->redone = __atomic_load_n(&c->stats.redone, __ATOMIC_RELAXED);
+	out->commit_us = __atomic_load_n(&c->stats.commit_us, __ATOMIC_RELAXED);
 }
 
 void

@@ -12,6 +12,7 @@
 #define API_COMMIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -36,12 +37,22 @@ struct api_job {
 
 typedef struct api_committer api_committer;
 
+/* What the committer has done, for /metrics. */
+typedef struct api_commit_stats {
+	uint64_t batches;       /* synced commits */
+	uint64_t jobs;          /* requests they carried */
+	uint64_t redone;        /* batches run again, each job in a child */
+	uint64_t commit_us;     /* time in store_commit (writes and syncs) */
+} api_commit_stats;
+
 /* Starts the committer thread over s. committed(arg, rv) is called after
  * each batch that wrote something. */
 int api_committer_start(api_committer **out, store *s, size_t max_batch,
 	void (*committed)(void *arg, uint64_t rv), void *arg);
 /* Queues a job; its done() runs on the committer thread. */
 void api_committer_submit(api_committer *c, api_job *job);
+/* A snapshot of the counters (zeros for NULL). */
+void api_committer_stats(api_committer *c, api_commit_stats *out);
 /* Runs what is queued, then stops. */
 void api_committer_stop(api_committer *c);
 

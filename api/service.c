@@ -555,6 +555,13 @@ refresh_referrers(api_ctx *ctx, store_txn *txn,
 	return a.rc != KI_OK ? a.rc : rc;
 }
 
+/* "a" or "an" before a kind's name. */
+static const char *
+article(const char *word)
+{
+	return strchr("AEIOU", word[0]) != NULL && word[0] != '\0' ? "an" : "a";
+}
+
 /* Decides what writing d means against the store: 0 and d->created = 1 to
  * create, 0 and created = 0 when the content is already there, or a
  * failure described on st. */
@@ -628,18 +635,19 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 			continue;
 		}
 		got = api_kind_by_id(o.kind);
-		api_status_fail(st, 422, "Invalid", "%s%s%s.%s names a %s (\"%.*s\"), "
-		    "not a %s", d->path, *d->path ? ": " : "", "spec",
-		    want->ref_field, got ? got->kind : "object", (int)o.name_len,
-		    o.name, want->kind);
 		{
+			const char *gk = got ? got->kind : "object";
 			char f[96];
 
+			api_status_fail(st, 422, "Invalid", "%s%s%s.%s names %s %s "
+			    "(\"%.*s\"), not %s %s", d->path, *d->path ? ": " : "",
+			    "spec", want->ref_field, article(gk), gk,
+			    (int)o.name_len, o.name, article(want->kind), want->kind);
 			snprintf(f, sizeof(f), "%s%sspec.%s", d->path,
 			    *d->path ? "." : "", want->ref_field);
 			api_status_cause(st, "FieldValueInvalid", f, "Invalid value: "
-			    "the digest names a %s, not a %s",
-			    got ? got->kind : "object", want->kind);
+			    "the digest names %s %s, not %s %s", article(gk), gk,
+			    article(want->kind), want->kind);
 		}
 		api_status_details(st, d->kind->kind, d->name);
 		return KI_EINVAL;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "api/auth.h"
+#include "api/commit.h"
 #include "api/object.h"
 #include <openssl/crypto.h>
 #include "api/kinds.h"
@@ -406,6 +407,27 @@ metrics(router *rt, api_resp *r)
 		    (unsigned long long)__atomic_load_n(&ls->examined,
 		    __ATOMIC_RELAXED), (unsigned long long)__atomic_load_n(
 		    &ls->returned, __ATOMIC_RELAXED));
+	}
+	{
+		api_commit_stats cs;
+
+		api_committer_stats(rt->api->committer, &cs);
+		ki_buf_printf(b, "# HELP kernelindex_commit_batches_total Synced "
+		    "commits of the group committer.\n# TYPE "
+		    "kernelindex_commit_batches_total counter\n"
+		    "kernelindex_commit_batches_total %llu\n"
+		    "# HELP kernelindex_commit_requests_total Write requests those "
+		    "commits carried.\n# TYPE kernelindex_commit_requests_total "
+		    "counter\nkernelindex_commit_requests_total %llu\n"
+		    "# HELP kernelindex_commit_redone_total Batches run again with "
+		    "each request in a transaction of its own, after one failed "
+		    "having written.\n# TYPE kernelindex_commit_redone_total "
+		    "counter\nkernelindex_commit_redone_total %llu\n"
+		    "# HELP kernelindex_commit_seconds_total Time in commits (page "
+		    "writes and syncs).\n# TYPE kernelindex_commit_seconds_total "
+		    "counter\nkernelindex_commit_seconds_total %.6f\n",
+		    (unsigned long long)cs.batches, (unsigned long long)cs.jobs,
+		    (unsigned long long)cs.redone, (double)cs.commit_us / 1e6);
 	}
 	if (store_stat(rt->api->st, &ss) == KI_OK)
 		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"

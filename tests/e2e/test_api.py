@@ -5,6 +5,7 @@ python3 tests/e2e/test_api.py [TEST_NAME...]
 
 KI_DAEMON names the binary, KI_SHARED_DIR the shared folder (see kitest.py).
 """
+import copy
 import hashlib
 import http.client
 import json
@@ -1171,6 +1172,79 @@ def concurrent_creates_of_one_name():
     got = get_name(d, 'benchmarkprotocols', 'contested').json()
     eq(got['spec']['harness']['name'], 'writer %d' % winner,
        'the stored content is the winner\'s')
+    d.stop()
+
+
+def metric(d, name):
+    for line in d.get('/metrics').body.decode().splitlines():
+        if line.startswith(name + ' '):
+            return float(line.split()[1])
+    raise TestFailure('no %s in /metrics' % name)
+
+
+@test
+def bundle_failing_after_its_first_write_among_concurrent_writes():
+    """A bundle whose run names its own protocol part as its environment
+    passes every check before the first write, and fails after the protocol
+    is written. With other writes in the same batches, it must leave
+    nothing behind, and they must all land."""
+    d = Daemon().start()
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'the seed')
+    p2 = copy.deepcopy(SEED['protocol'])
+    p2['metadata']['name'] = 'proto-own-env'
+    p2['spec']['comparability']['notes'] += ' Another.'
+    r = d.post(G + '/benchmarkprotocols?dryRun=All', p2)
+    eq(r.status, 201, 'dry run of the protocol')
+    d2 = r.json()['status']['digest']
+    eq(d2, digest(p2), 'its digest')
+    bad = copy.deepcopy(SEED)
+    del bad['environment']
+    bad['protocol'] = p2
+    bad['run']['metadata']['name'] = 'run-own-env'
+    bad['run']['spec']['sourceNative']['externalId'] += '/own-env'
+    bad['run']['spec']['protocolDigest'] = d2
+    bad['run']['spec']['environmentDigest'] = d2
+    redone0 = metric(d, 'kernelindex_commit_redone_total')
+    results, lock = [], threading.Lock()
+
+    def good(i):
+        g = copy.deepcopy(SEED)
+        g['run']['metadata']['name'] = 'run-good-%d' % i
+        g['run']['spec']['sourceNative']['externalId'] += '/good-%d' % i
+        r = d.post(G + '/benchmarkruns', g)
+        with lock:
+            results.append(('good', r))
+
+    def failing(i):
+        r = d.post(G + '/benchmarkruns', bad)
+        with lock:
+            results.append(('bad', r))
+    ts = [threading.Thread(target=good, args=(i,)) for i in range(40)]
+    ts += [threading.Thread(target=failing, args=(i,)) for i in range(4)]
+    random.Random(7).shuffle(ts)
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    eq(sorted(r.status for k, r in results if k == 'good'), [201] * 40,
+       'every other write landed')
+    for k, r in results:
+        if k == 'bad':
+            status_of(r, 422, 'Invalid')
+            check('environmentDigest' in r.json()['message'],
+                  'the Status names the field: %r' % r.json()['message'])
+    eq(get_name(d, 'benchmarkprotocols', 'proto-own-env').status, 404,
+       'the failing bundle\'s protocol is not stored')
+    eq(get_name(d, 'benchmarkruns', 'run-own-env').status, 404,
+       'nor its run')
+    items, _ = list_all(d, 'benchmarkruns')
+    names = [o['metadata']['name'] for o in items]
+    eq(len(names), 41, 'the seed\'s run and the 40 others')
+    check(metric(d, 'kernelindex_commit_redone_total') - redone0 >= 4,
+          'each failing bundle made its batch run again')
+    check(metric(d, 'kernelindex_commit_requests_total') >=
+          metric(d, 'kernelindex_commit_batches_total') > 0,
+          'the commit counters add up')
     d.stop()
 
 
