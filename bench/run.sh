@@ -127,12 +127,25 @@ ticks() {
 	done
 	echo "$t"
 }
-# Bytes a process tree caused to be written to storage (/proc/PID/io).
+# Bytes the disk holding the temporary directory has been sent (its
+# sectors written, /sys/class/block/DEV/stat), or empty when that disk has
+# no such counters. Device-wide: during a run the server under test is the
+# only writer of note. (write_bytes in /proc/PID/io is no measure of this:
+# with large page-cache folios one dirtied 4 KB page can count as a folio
+# many times its size.)
+dev_wbytes() {
+	local f
+	f=$(df --output=source "$T" 2>/dev/null | tail -1)
+	f=/sys/class/block/$(basename "$f")/stat
+	[ -r "$f" ] && awk '{printf "%.0f\n", $7 * 512}' "$f"
+}
+# Bytes a process tree passed to write calls (wchar, /proc/PID/io): its
+# storage writes and its answers.
 wbytes() {
 	local p
 	for p in $(tree "$1"); do
 		cat "/proc/$p/io" 2>/dev/null || true
-	done | awk '$1 == "write_bytes:" {s += $2} END {printf "%.0f\n", s}'
+	done | awk '$1 == "wchar:" {s += $2} END {printf "%.0f\n", s}'
 }
 # Sum of a /proc/PID/status field (kB) over a process tree, in MB.
 status_mb() {
@@ -203,18 +216,21 @@ $(tail -5 "$T/kernelindexd.log")"
 
 # wrk_run KEY PID WRK-ARGS... — runs wrk (whose script prints a KIRESULT
 # line) and records KEY_rps, KEY_p50_us, KEY_p99_us, KEY_cpu_us (the
-# server's CPU time per request, PID's process tree) and KEY_wbytes (the
-# bytes it wrote to storage per request).
+# server's CPU time per request, PID's process tree), KEY_wbytes (the
+# bytes it passed to write calls per request) and KEY_dbytes (the bytes the
+# disk was sent per request).
 wrk_run() {
-	local key=$1 pid=$2 t0 t1 b0 b1 out line
+	local key=$1 pid=$2 t0 t1 b0 b1 d0 d1 out line
 	shift 2
 	t0=$(ticks "$pid")
 	b0=$(wbytes "$pid")
+	d0=$(dev_wbytes)
 	out=$(wrk "$@" 2>&1) || die "wrk failed: $out"
 	kill -0 "$pid" 2>/dev/null || die "the server (pid $pid) exited during $key
 $(tail -5 "$T/kernelindexd.log" 2>/dev/null)"
 	t1=$(ticks "$pid")
 	b1=$(wbytes "$pid")
+	d1=$(dev_wbytes)
 	line=$(printf '%s\n' "$out" | grep '^KIRESULT' | tail -1)
 	[ -n "$line" ] || die "wrk printed no result: $out"
 	W_rps= W_requests= W_p50_us= W_p99_us= W_errors=0 W_status_errors=0
@@ -229,6 +245,10 @@ $(tail -5 "$T/kernelindexd.log" 2>/dev/null)"
 		    -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
 		rec "${key}_wbytes" "$(awk -v d=$((b1 - b0)) -v n="$W_requests" \
 		    'BEGIN {printf "%.0f", d / n}')"
+		if [ -n "$d0" ] && [ -n "$d1" ]; then
+			rec "${key}_dbytes" "$(awk -v d=$((d1 - d0)) \
+			    -v n="$W_requests" 'BEGIN {printf "%.0f", d / n}')"
+		fi
 	fi
 	if [ "$W_errors" != 0 ] || [ "$W_status_errors" != 0 ] ||
 	    [ "$W_bad" != 0 ] ||
@@ -248,6 +268,7 @@ OS=$(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")
 say "machine: $(nproc) CPUs, $MODEL, $MEM, $(uname -r)"
 say "temporary directory: $T"
 LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
+CPU_AT_START=$(head -1 /proc/stat)
 
 $PY template "$SEED" "$T/bundle.tpl"
 SEED_NAME=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["metadata"]["name"])' "$SEED")
@@ -667,6 +688,12 @@ fi
 	echo
 	echo "- machine: $(nproc) CPUs ($MODEL), $MEM, Linux $(uname -r), $OS"
 	echo "- load average when the suite started: $LOAD_AT_START"
+	# CPU time the hypervisor gave to others over the suite (steal), of
+	# all CPU time: what the machine took away from the measurements.
+	echo "- CPU time stolen by the hypervisor during the suite: $(printf '%s\n%s\n' \
+	    "$CPU_AT_START" "$(head -1 /proc/stat)" | awk '
+		{ t = 0; for (i = 2; i <= NF; i++) t += $i; tot[NR] = t; st[NR] = $9 }
+		END { d = tot[2] - tot[1]; printf "%.1f%%", d > 0 ? (st[2] - st[1]) * 100 / d : 0 }')"
 	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "- command: \`bench/run.sh\` (KI_BENCH_RUNS=$TARGET_RUNS)"
 	echo "- kernelindexd: $("$KI_DAEMON" --version 2>&1 | head -1)," \
