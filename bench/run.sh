@@ -693,7 +693,7 @@ fi
 	echo "- CPU time stolen by the hypervisor during the suite: $(printf '%s\n%s\n' \
 	    "$CPU_AT_START" "$(head -1 /proc/stat)" | awk '
 		{ t = 0; for (i = 2; i <= NF; i++) t += $i; tot[NR] = t; st[NR] = $9 }
-		END { d = tot[2] - tot[1]; printf "%.1f%%", d > 0 ? (st[2] - st[1]) * 100 / d : 0 }')"
+		END { d = tot[2] - tot[1]; printf "%.1f%%", (d > 0 ? (st[2] - st[1]) * 100 / d : 0) }')"
 	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "- command: \`bench/run.sh\` (KI_BENCH_RUNS=$TARGET_RUNS)"
 	echo "- kernelindexd: $("$KI_DAEMON" --version 2>&1 | head -1)," \
