@@ -1240,8 +1240,10 @@ def bundle_failing_after_its_first_write_among_concurrent_writes():
     items, _ = list_all(d, 'benchmarkruns')
     names = [o['metadata']['name'] for o in items]
     eq(len(names), 41, 'the seed\'s run and the 40 others')
-    check(metric(d, 'kernelindex_commit_redone_total') - redone0 >= 4,
-          'each failing bundle made its batch run again')
+    # A batch holding a failing bundle runs again once, every request in a
+    # transaction of its own; a second failing bundle in it fails there.
+    check(metric(d, 'kernelindex_commit_redone_total') - redone0 >= 1,
+          'a batch with a failing bundle ran again')
     check(metric(d, 'kernelindex_commit_requests_total') >=
           metric(d, 'kernelindex_commit_batches_total') > 0,
           'the commit counters add up')
