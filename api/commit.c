@@ -32,11 +32,11 @@ mono_us(void)
  * it directly; the others, and every job when the batch is run again, in
  * a child transaction each. */
 static void
-run_batch(api_committer *c, api_job *jobs)
+run_batch(api_committer *c, api_job *jobs, size_t njobs)
 {
 	store_txn *parent = NULL, *child;
 	int rc, wrote = 0, isolate_all = 0;
-	uint64_t rv = 0, njobs = 0, t0;
+	uint64_t rv = 0, t0;
 
 again:
 	rc = store_begin(c->s, 1, &parent);
@@ -79,8 +79,6 @@ again:
 		__atomic_add_fetch(&c->stats.commit_us, mono_us() - t0,
 		    __ATOMIC_RELAXED);
 		if (rc == KI_OK) {
-			for (api_job *j = jobs; j != NULL; j = j->next)
-				njobs++;
 			__atomic_add_fetch(&c->stats.batches, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&c->stats.jobs, njobs, __ATOMIC_RELAXED);
 		}
@@ -120,7 +118,7 @@ loop(void *arg)
 			c->tail = NULL;
 		last->next = NULL;
 		pthread_mutex_unlock(&c->mu);
-		run_batch(c, batch);
+		run_batch(c, batch, n);
 		pthread_mutex_lock(&c->mu);
 	}
 	pthread_mutex_unlock(&c->mu);

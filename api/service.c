@@ -559,7 +559,7 @@ refresh_referrers(api_ctx *ctx, store_txn *txn,
 static const char *
 article(const char *word)
 {
-	return strchr("AEIOU", word[0]) != NULL && word[0] != '\0' ? "an" : "a";
+	return word[0] != '\0' && strchr("AEIOU", word[0]) != NULL ? "an" : "a";
 }
 
 /* Decides what writing d means against the store: 0 and d->created = 1 to
