@@ -1,6 +1,7 @@
 /* api/commit.c — the committer thread. */
 #include "api/commit.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +105,20 @@ loop(void *arg)
 		api_job *batch, *last;
 		size_t n = 1;
 
-		while (c->head == NULL && !c->stop)
-			pthread_cond_wait(&c->cv, &c->mu);
+		while (c->head == NULL && !c->stop) {
+			struct timespec ts;
+
+			/* Idle for a second: checkpoint, so that the redo log
+			 * a restart would apply stays short. */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) ==
+			    ETIMEDOUT && c->head == NULL && !c->stop) {
+				pthread_mutex_unlock(&c->mu);
+				store_checkpoint(c->s);
+				pthread_mutex_lock(&c->mu);
+			}
+		}
 		if (c->head == NULL && c->stop)
 			break;
 		batch = last = c->head;

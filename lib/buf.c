@@ -20,6 +20,7 @@ ki_strerror(int rc)
 	case KI_ELIMIT: return "limit exceeded";
 	case KI_EIO: return "I/O error";
 	case KI_EGONE: return "too old";
+	case KI_EBUSY: return "in use by another kernelindexd";
 	default: return "unknown error";
 	}
 }

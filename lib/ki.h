@@ -19,6 +19,7 @@ enum {
 	KI_ELIMIT = -8,    /* a configured limit was exceeded */
 	KI_EIO = -9,       /* an operating-system call failed; errno is kept */
 	KI_EGONE = -10,    /* a resourceVersion or continue token is too old */
+	KI_EBUSY = -11,    /* another process holds the store */
 };
 
 /* Returns a static English description of a KI_* code. */

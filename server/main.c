@@ -84,6 +84,7 @@ token_command(const ki_config *cfg, int argc, char **argv)
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
 	so.facets = api_store_facets;
+	so.shared = 1;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
@@ -151,6 +152,7 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
 	so.facets = api_store_facets;
+	so.shared = 1;
 	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));

@@ -435,9 +435,23 @@ metrics(router *rt, api_resp *r)
 		    "kernelindex_store_map_bytes %llu\n"
 		    "# HELP kernelindex_store_used_bytes LMDB pages in use.\n"
 		    "# TYPE kernelindex_store_used_bytes gauge\n"
-		    "kernelindex_store_used_bytes %llu\n",
+		    "kernelindex_store_used_bytes %llu\n"
+		    "# HELP kernelindex_store_log_bytes Redo log written since the "
+		    "last checkpoint.\n# TYPE kernelindex_store_log_bytes gauge\n"
+		    "kernelindex_store_log_bytes %llu\n"
+		    "# HELP kernelindex_store_checkpoints_total Checkpoints (the "
+		    "LMDB file synced, the log started over).\n# TYPE "
+		    "kernelindex_store_checkpoints_total counter\n"
+		    "kernelindex_store_checkpoints_total %llu\n"
+		    "# HELP kernelindex_store_recovered_transactions Transactions "
+		    "applied from the redo log when the store was opened.\n# TYPE "
+		    "kernelindex_store_recovered_transactions gauge\n"
+		    "kernelindex_store_recovered_transactions %llu\n",
 		    (unsigned long long)ss.map_size,
-		    (unsigned long long)ss.map_used);
+		    (unsigned long long)ss.map_used,
+		    (unsigned long long)ss.log_bytes,
+		    (unsigned long long)ss.checkpoints,
+		    (unsigned long long)ss.recovered);
 	{
 		store_txn *t;
 

@@ -49,18 +49,34 @@
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: growth must not starve */
 #include "store/store.h"
 
+#include "lib/log.h"
+#include "store/wal.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <lmdb.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
 #define REC_AUX 1   /* natural key and refs live in the aux table */
 #define FORMAT 3
 #define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
+/* A checkpoint starts at the next write once the log holds this much, or
+ * holds anything and the last one is this old; a write that would take
+ * the log past WAL_MAX waits for the checkpoint in flight and starts one. */
+#define CKPT_BYTES (UINT64_C(8) << 20)
+#define CKPT_NS INT64_C(1000000000)
+#define WAL_MAX (UINT64_C(64) << 20)
+
+/* Operations in a log record: u8 op | u32 length | body. */
+enum { OP_PUT = 1, OP_DELETE = 2, OP_TOKEN_PUT = 3, OP_TOKEN_DELETE = 4 };
 
 struct store {
 	MDB_env *env;
@@ -73,6 +89,28 @@ struct store {
 	uint64_t history;
 	int nosync;
 	store_facets_fn facets;
+	/* The redo log (see store/wal.h). owner: this process holds it, its
+	 * commits append to it and the LMDB file is synced at checkpoints;
+	 * otherwise (an admin command while a daemon owns the store) commits
+	 * are logged to redo.side and synced whole. */
+	wal *wal;
+	int owner;
+	int replaying;
+	/* A reader on the checkpoint's state: LMDB reuses no page that state
+	 * holds (nor any page freed after it), so it stays whole on disk
+	 * whatever later commits wrote. */
+	MDB_txn *pin;
+	/* The checkpoint thread and the checkpoint in flight (ck_mu guards
+	 * the pins and flags). */
+	pthread_t ck_thread;
+	int ck_started, ck_busy, ck_stop, ck_failed, ck_file;
+	pthread_mutex_t ck_mu;
+	pthread_cond_t ck_cv;
+	MDB_txn *ck_pin;
+	wal_head *ck_head;
+	uint64_t head_seq;
+	int64_t ckpt_ns;
+	uint64_t checkpoints, recovered, log_bytes;   /* for store_stat */
 };
 
 struct store_txn {
@@ -83,6 +121,7 @@ struct store_txn {
 	uint64_t rv;      /* store-wide rv including this txn's puts */
 	int dirty;
 	uint64_t writes;  /* calls that may have changed it (store_writes) */
+	ki_buf log;       /* its operations, for the redo log */
 };
 
 static int
@@ -96,7 +135,7 @@ map_rc(int rc)
 	case MDB_TXN_FULL:
 	case MDB_PAGE_FULL: return KI_EFULL;
 	case ENOMEM: return KI_ENOMEM;
-	default: return rc < 0 && rc >= KI_EGONE ? rc : KI_ESTORE;
+	default: return rc < 0 && rc >= KI_EBUSY ? rc : KI_ESTORE;
 	}
 }
 
@@ -354,7 +393,363 @@ open_tables(MDB_txn *txn, store *s)
 	return KI_OK;
 }
 
+/* ---- the redo log ---- */
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Appends an operation header to t's log and returns where its len-byte
+ * body goes (NULL: nothing is logged in this store or this phase). */
+static int
+log_op(store_txn *t, int op, size_t len, uint8_t **body)
+{
+	uint32_t n = (uint32_t)len;
+	uint8_t *p;
+
+	*body = NULL;
+	if (t->s->wal == NULL || t->s->replaying)
+		return KI_OK;
+	if (len > UINT32_MAX || ki_buf_reserve(&t->log, 5 + len) != KI_OK)
+		return KI_ENOMEM;
+	p = (uint8_t *)t->log.data + t->log.len;
+	p[0] = (uint8_t)op;
+	memcpy(p + 1, &n, 4);
+	t->log.len += 5 + len;
+	*body = p + 5;
+	return KI_OK;
+}
+
+static int
+log_obj(store_txn *t, int op, const store_obj *o)
+{
+	uint8_t *p;
+	int rc = log_op(t, op, rec_size(o), &p);
+
+	if (rc == KI_OK && p != NULL)
+		rec_encode(p, o);
+	return rc;
+}
+
+static int
+log_token(store_txn *t, int op, const uint8_t *hash, const char *value,
+	size_t len)
+{
+	uint8_t *p;
+	int rc = log_op(t, op, STORE_DIGEST_LEN + len, &p);
+
+	if (rc == KI_OK && p != NULL) {
+		memcpy(p, hash, STORE_DIGEST_LEN);
+		if (len)
+			memcpy(p + STORE_DIGEST_LEN, value, len);
+	}
+	return rc;
+}
+
+/* LMDB's two meta pages as the file holds them now. */
+static int
+read_metas(store *s, wal_head *h)
+{
+	MDB_stat st;
+	int fd;
+
+	if (mdb_env_stat(s->env, &st) != 0 || mdb_env_get_fd(s->env, &fd) != 0 ||
+	    2 * (size_t)st.ms_psize > sizeof(h->metas))
+		return KI_ESTORE;
+	h->meta_len = 2 * st.ms_psize;
+	if (pread(fd, h->metas, h->meta_len, 0) != (ssize_t)h->meta_len)
+		return KI_EIO;
+	return KI_OK;
+}
+
+/* ---- checkpoints ----
+ *
+ * A checkpoint makes the last committed state C the one a crash goes back
+ * to. Its first half runs under LMDB's writer lock (a write transaction
+ * is open, so nothing commits meanwhile): a pin on C, a copy of the meta
+ * pages as they are for C, and the log's appends switched to the other
+ * file. The second half runs on the checkpoint thread, while commits go
+ * on: sync the LMDB file (every page of C is then on disk), write the
+ * header naming C into the new file, and only then move the pin to C. */
+
+/* The first half; the caller holds the writer lock and no checkpoint is
+ * in flight. */
+static int
+ckpt_begin(store *s, int clean)
+{
+	MDB_txn *pin;
+	int rc;
+
+	if ((rc = map_rc(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &pin))) !=
+	    KI_OK)
+		return rc;
+	if ((rc = read_metas(s, s->ck_head)) != KI_OK) {
+		mdb_txn_abort(pin);
+		return rc;
+	}
+	s->ck_head->seq = ++s->head_seq;
+	s->ck_head->txnid = mdb_txn_id(pin);
+	s->ck_head->clean = (uint32_t)clean;
+	pthread_mutex_lock(&s->ck_mu);
+	s->ck_pin = pin;
+	s->ck_file = wal_switch(s->wal);
+	s->ck_busy = 1;
+	pthread_cond_broadcast(&s->ck_cv);
+	pthread_mutex_unlock(&s->ck_mu);
+	s->ckpt_ns = now_ns();
+	__atomic_store_n(&s->log_bytes, 0, __ATOMIC_RELAXED);
+	return KI_OK;
+}
+
+/* The second half (the checkpoint thread). */
+static void
+ckpt_finish(store *s)
+{
+	int rc = KI_OK;
+
+	if (!s->nosync && mdb_env_sync(s->env, 1) != 0)
+		rc = KI_EIO;
+	if (rc == KI_OK)
+		rc = wal_head_write(s->wal, s->ck_file, s->ck_head, s->nosync);
+	pthread_mutex_lock(&s->ck_mu);
+	if (rc == KI_OK) {
+		/* The header is durable: the old checkpoint's pages may go. */
+		if (s->pin != NULL)
+			mdb_txn_abort(s->pin);
+		s->pin = s->ck_pin;
+		__atomic_add_fetch(&s->checkpoints, 1, __ATOMIC_RELAXED);
+	} else {
+		/* The log's next switch would overwrite records the last
+		 * valid header still needs: refuse writes from now on. */
+		mdb_txn_abort(s->ck_pin);
+		s->ck_failed = 1;
+		log_error("store: a checkpoint failed (%s); writes are refused "
+		    "until a restart", ki_strerror(rc));
+	}
+	s->ck_pin = NULL;
+	s->ck_busy = 0;
+	pthread_cond_broadcast(&s->ck_cv);
+	pthread_mutex_unlock(&s->ck_mu);
+}
+
+static void *
+ckpt_loop(void *arg)
+{
+	store *s = arg;
+
+	pthread_mutex_lock(&s->ck_mu);
+	for (;;) {
+		while (!s->ck_busy && !s->ck_stop)
+			pthread_cond_wait(&s->ck_cv, &s->ck_mu);
+		if (!s->ck_busy)
+			break;
+		pthread_mutex_unlock(&s->ck_mu);
+		ckpt_finish(s);
+		pthread_mutex_lock(&s->ck_mu);
+	}
+	pthread_mutex_unlock(&s->ck_mu);
+	return NULL;
+}
+
+/* Waits until no checkpoint is in flight; KI_EIO if one has failed. */
+static int
+ckpt_wait(store *s)
+{
+	int failed;
+
+	pthread_mutex_lock(&s->ck_mu);
+	while (s->ck_busy)
+		pthread_cond_wait(&s->ck_cv, &s->ck_mu);
+	failed = s->ck_failed;
+	pthread_mutex_unlock(&s->ck_mu);
+	return failed ? KI_EIO : KI_OK;
+}
+
+/* A whole checkpoint, waited for; the caller holds the writer lock. */
+static int
+ckpt_sync(store *s, int clean)
+{
+	int rc;
+
+	if ((rc = ckpt_wait(s)) != KI_OK || (rc = ckpt_begin(s, clean)) != KI_OK)
+		return rc;
+	return ckpt_wait(s);
+}
+
+/* At the start of a write transaction: starts a checkpoint when the log
+ * has grown or aged enough and none is in flight; when the map is tight
+ * (see maybe_grow), takes one and waits for it. */
+static int
+ckpt_maybe(store *s, int tight)
+{
+	uint64_t used;
+	int busy, failed;
+
+	if (s->wal == NULL || !s->owner || s->replaying)
+		return KI_OK;
+	pthread_mutex_lock(&s->ck_mu);
+	busy = s->ck_busy;
+	failed = s->ck_failed;
+	pthread_mutex_unlock(&s->ck_mu);
+	if (failed)
+		return KI_EIO;
+	used = wal_used(s->wal);
+	if (tight && (used > 0 || busy))
+		return ckpt_sync(s, 0);
+	if (busy || !(used >= CKPT_BYTES ||
+	    (used > 0 && now_ns() - s->ckpt_ns >= CKPT_NS)))
+		return KI_OK;
+	return ckpt_begin(s, 0);
+}
+
+/* Applies one logged transaction (replay at open). */
+static int
+replay_one(void *arg, uint64_t txnid, const uint8_t *p, size_t len)
+{
+	store *s = arg;
+	store_txn *t;
+	int rc;
+
+	(void)txnid;
+	if ((rc = store_begin(s, 1, &t)) != KI_OK)
+		return rc;
+	while (rc == KI_OK && len > 0) {
+		uint32_t n;
+		int op;
+		store_obj o;
+
+		if (len < 5) {
+			rc = KI_ESTORE;
+			break;
+		}
+		op = p[0];
+		memcpy(&n, p + 1, 4);
+		if (n > len - 5) {
+			rc = KI_ESTORE;
+			break;
+		}
+		p += 5;
+		len -= 5;
+		switch (op) {
+		case OP_PUT:
+			if ((rc = rec_decode(p, n, &o)) == KI_OK)
+				rc = store_put(t, &o);
+			break;
+		case OP_DELETE:
+			if ((rc = rec_decode(p, n, &o)) == KI_OK)
+				rc = store_delete(t, o.kind, o.name, o.name_len, &o);
+			break;
+		case OP_TOKEN_PUT:
+			rc = n < STORE_DIGEST_LEN ? KI_ESTORE :
+			    store_token_put(t, p, (const char *)p + STORE_DIGEST_LEN,
+			    n - STORE_DIGEST_LEN);
+			break;
+		case OP_TOKEN_DELETE:
+			rc = n != STORE_DIGEST_LEN ? KI_ESTORE :
+			    store_token_delete(t, p);
+			break;
+		default:
+			rc = KI_ESTORE;
+		}
+		p += n;
+		len -= n;
+	}
+	if (rc != KI_OK) {
+		store_abort(t);
+		return rc;
+	}
+	if ((rc = store_commit(t)) == KI_OK)
+		s->recovered++;
+	return rc;
+}
+
 static int convert_v2(store *s);
+
+static int
+env_open(store *s, const char *dir, uint64_t map_size)
+{
+	int rc;
+
+	if ((rc = mdb_env_create(&s->env)) != 0)
+		return rc;
+	if ((rc = mdb_env_set_maxdbs(s->env, 24)) != 0 ||
+	    (rc = mdb_env_set_mapsize(s->env, (size_t)map_size)) != 0 ||
+	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0 ||
+	    (rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NORDAHEAD |
+	    (s->nosync ? MDB_NOSYNC : 0), 0640)) != 0) {
+		mdb_env_close(s->env);
+		s->env = NULL;
+	}
+	return rc;
+}
+
+/* Puts the checkpoint's meta pages back into the LMDB file: whatever a
+ * crash left of later commits is then unreferenced (the pin kept their
+ * pages from reusing the checkpoint's), and the log brings them back. */
+static int
+restore_metas(const char *dir, const wal_head *h)
+{
+	char path[4200];
+	int fd, rc = KI_OK;
+
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0)
+		return KI_EIO;
+	if (pwrite(fd, h->metas, h->meta_len, 0) != (ssize_t)h->meta_len ||
+	    fdatasync(fd) != 0)
+		rc = KI_EIO;
+	close(fd);
+	return rc;
+}
+
+/* Opens the LMDB file, recovering through the log when the last owner did
+ * not close it: the file goes back to the checkpoint, then the logged
+ * transactions are applied again. *replay gets the checkpoint's txnid to
+ * replay from, or 0 when there is nothing to replay. */
+static int
+open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
+	int *replay, int *file)
+{
+	MDB_envinfo info;
+	int rc;
+
+	*replay = 0;
+	if ((rc = env_open(s, dir, map_size)) != 0)
+		return rc;
+	if (s->wal == NULL || !s->owner)
+		return 0;
+	rc = wal_head_read(s->wal, h, file);
+	if (rc == KI_OK)
+		s->head_seq = h->seq;
+	if (rc == KI_ENOTFOUND || (rc == KI_OK && h->clean))
+		return 0;
+	if (rc != KI_OK)
+		return rc;
+	if ((rc = mdb_env_info(s->env, &info)) != 0)
+		return rc;
+	if ((uint64_t)info.me_last_txnid < h->txnid) {
+		/* The file is older than the log's checkpoint: it was put
+		 * there from a backup. The log belongs to the file it
+		 * replaced. */
+		log_warn("store: %s/data.mdb is older than its redo log "
+		    "(transaction %llu < %llu): the log is not applied", dir,
+		    (unsigned long long)info.me_last_txnid,
+		    (unsigned long long)h->txnid);
+		return 0;
+	}
+	mdb_env_close(s->env);
+	s->env = NULL;
+	if ((rc = restore_metas(dir, h)) != KI_OK ||
+	    (rc = env_open(s, dir, map_size)) != 0)
+		return rc;
+	*replay = 1;
+	return 0;
+}
 
 int
 store_open(store **out, const char *dir, const store_options *opt)
@@ -362,8 +757,9 @@ store_open(store **out, const char *dir, const store_options *opt)
 	store *s;
 	MDB_txn *txn = NULL;
 	MDB_dbi old;
+	wal_head *h = NULL;
 	uint64_t format = 0, rv = 0;
-	int rc, dead, convert = 0;
+	int rc, dead, convert = 0, replay = 0, file = 0;
 
 	*out = NULL;
 	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
@@ -384,18 +780,28 @@ store_open(store **out, const char *dir, const store_options *opt)
 		pthread_rwlock_init(&s->resize, &a);
 		pthread_rwlockattr_destroy(&a);
 	}
-	if ((rc = mdb_env_create(&s->env)) != 0)
+	pthread_mutex_init(&s->ck_mu, NULL);
+	pthread_cond_init(&s->ck_cv, NULL);
+	if ((h = malloc(sizeof(*h))) == NULL ||
+	    (s->ck_head = malloc(sizeof(*s->ck_head))) == NULL) {
+		rc = KI_ENOMEM;
 		goto fail;
-	if ((rc = mdb_env_set_maxdbs(s->env, 24)) != 0 ||
-	    (rc = mdb_env_set_mapsize(s->env, (size_t)opt->map_size)) != 0 ||
-	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0)
+	}
+	if ((rc = wal_open(&s->wal, dir, &s->owner)) != KI_OK)
 		goto fail;
-	rc = mdb_env_open(s->env, dir, MDB_NOTLS | MDB_NORDAHEAD |
-	    (s->nosync ? MDB_NOSYNC : 0),
-	    0640);
-	if (rc != 0)
+	if (!s->owner && !opt->shared) {
+		rc = KI_EBUSY;
+		goto fail;
+	}
+	if ((rc = open_recovering(s, dir, opt->map_size, h, &replay, &file)) !=
+	    0)
 		goto fail;
 	mdb_reader_check(s->env, &dead);
+	/* From here until the first checkpoint, the recovered state is
+	 * what must not be overwritten. */
+	if (s->owner &&
+	    (rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &s->pin)) != 0)
+		goto fail;
 	if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
 		goto fail;
 	if ((rc = open_tables(txn, s)) != KI_OK ||
@@ -420,13 +826,61 @@ store_open(store **out, const char *dir, const store_options *opt)
 	txn = NULL;
 	if (convert && (rc = convert_v2(s)) != KI_OK)
 		goto fail;
+	if (s->owner) {
+		/* Commits are made durable by the log from now on. */
+		if ((rc = mdb_env_set_flags(s->env, MDB_NOSYNC, 1)) != 0)
+			goto fail;
+		if (replay) {
+			s->replaying = 1;
+			rc = wal_each(s->wal, file, h->txnid, replay_one, s);
+			s->replaying = 0;
+			if (rc != KI_OK) {
+				log_error("store: the redo log of %s cannot be "
+				    "applied: %s", dir, ki_strerror(rc));
+				goto fail;
+			}
+			log_info("store: %llu transactions applied from the redo "
+			    "log after an unclean stop",
+			    (unsigned long long)s->recovered);
+		}
+		if (pthread_create(&s->ck_thread, NULL, ckpt_loop, s) != 0) {
+			rc = KI_EIO;
+			goto fail;
+		}
+		s->ck_started = 1;
+		/* A checkpoint of the recovered state before any write: the
+		 * log and redo.side start over behind it. */
+		if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+			goto fail;
+		rc = ckpt_sync(s, 0);
+		mdb_txn_abort(txn);
+		txn = NULL;
+		if (rc != KI_OK || (rc = wal_side_clear(s->wal)) != KI_OK)
+			goto fail;
+	}
+	free(h);
 	*out = s;
 	return KI_OK;
 fail:
+	free(h);
 	if (txn != NULL)
 		mdb_txn_abort(txn);
+	if (s->ck_started) {
+		ckpt_wait(s);
+		pthread_mutex_lock(&s->ck_mu);
+		s->ck_stop = 1;
+		pthread_cond_broadcast(&s->ck_cv);
+		pthread_mutex_unlock(&s->ck_mu);
+		pthread_join(s->ck_thread, NULL);
+	}
+	if (s->pin != NULL)
+		mdb_txn_abort(s->pin);
 	if (s->env != NULL)
 		mdb_env_close(s->env);
+	wal_close(s->wal);
+	free(s->ck_head);
+	pthread_mutex_destroy(&s->ck_mu);
+	pthread_cond_destroy(&s->ck_cv);
 	pthread_rwlock_destroy(&s->resize);
 	free(s);
 	if (rc == ENOENT || rc == EACCES)
@@ -434,19 +888,81 @@ fail:
 	return rc < 0 ? rc : map_rc(rc);
 }
 
-void
-store_close(store *s)
+int
+store_checkpoint(store *s)
 {
+	MDB_txn *txn;
+	int rc;
+
+	if (s->wal == NULL || !s->owner ||
+	    __atomic_load_n(&s->log_bytes, __ATOMIC_RELAXED) == 0)
+		return KI_OK;
+	pthread_rwlock_rdlock(&s->resize);
+	if ((rc = map_rc(mdb_txn_begin(s->env, NULL, 0, &txn))) == KI_OK) {
+		int busy;
+
+		pthread_mutex_lock(&s->ck_mu);
+		busy = s->ck_busy;
+		rc = s->ck_failed ? KI_EIO : KI_OK;
+		pthread_mutex_unlock(&s->ck_mu);
+		if (rc == KI_OK && !busy && wal_used(s->wal) > 0)
+			rc = ckpt_begin(s, 0);
+		mdb_txn_abort(txn);
+	}
+	pthread_rwlock_unlock(&s->resize);
+	return rc;
+}
+
+static void
+close_store(store *s, int crash)
+{
+	MDB_txn *txn;
+
 	if (s == NULL)
 		return;
+	if (s->owner && !crash && mdb_txn_begin(s->env, NULL, 0, &txn) == 0) {
+		/* A clean close: the next open needs no recovery. */
+		if (ckpt_sync(s, 1) != KI_OK)
+			log_warn("store: no checkpoint at close; the next open "
+			    "applies the redo log");
+		mdb_txn_abort(txn);
+	}
+	if (s->ck_started) {
+		ckpt_wait(s);
+		pthread_mutex_lock(&s->ck_mu);
+		s->ck_stop = 1;
+		pthread_cond_broadcast(&s->ck_cv);
+		pthread_mutex_unlock(&s->ck_mu);
+		pthread_join(s->ck_thread, NULL);
+	}
+	if (s->pin != NULL)
+		mdb_txn_abort(s->pin);
 	mdb_env_close(s->env);
+	wal_close(s->wal);
+	free(s->ck_head);
+	pthread_mutex_destroy(&s->ck_mu);
+	pthread_cond_destroy(&s->ck_cv);
 	pthread_rwlock_destroy(&s->resize);
 	free(s);
 }
 
+void
+store_crash(store *s)
+{
+	close_store(s, 1);
+}
+
+void
+store_close(store *s)
+{
+	close_store(s, 0);
+}
+
 /* Doubles the map (up to map_max) when it is 3/4 used. Called with no
- * transaction held by this thread. */
-static void
+ * transaction held by this thread. Returns 1 when the map is 3/4 used and
+ * may not grow: then pages freed since the checkpoint (which the pin keeps
+ * from reuse) are worth having back before a write. */
+static int
 maybe_grow(store *s)
 {
 	MDB_envinfo info;
@@ -457,30 +973,33 @@ maybe_grow(store *s)
 	pthread_rwlock_rdlock(&s->resize);
 	if (mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0) {
 		pthread_rwlock_unlock(&s->resize);
-		return;
+		return 0;
 	}
 	pthread_rwlock_unlock(&s->resize);
 	used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 	size = info.me_mapsize;
-	if (used < size / 4 * 3 || size >= s->map_max)
-		return;
+	if (used < size / 4 * 3)
+		return 0;
+	if (size >= s->map_max)
+		return 1;
 	pthread_rwlock_wrlock(&s->resize);
 	if (mdb_env_info(s->env, &info) == 0 && info.me_mapsize == size) {
 		want = size * 2 < s->map_max ? size * 2 : s->map_max;
 		mdb_env_set_mapsize(s->env, (size_t)want);
 	}
 	pthread_rwlock_unlock(&s->resize);
+	return 0;
 }
 
 int
 store_begin(store *s, int write, store_txn **out)
 {
 	store_txn *t;
-	int rc;
+	int rc, tight = 0;
 
 	*out = NULL;
 	if (write)
-		maybe_grow(s);
+		tight = maybe_grow(s);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return KI_ENOMEM;
@@ -493,12 +1012,14 @@ store_begin(store *s, int write, store_txn **out)
 		free(t);
 		return map_rc(rc);
 	}
-	if ((rc = meta_get_u64(t->txn, s->meta, "rv", &t->rv)) != KI_OK) {
+	if ((rc = meta_get_u64(t->txn, s->meta, "rv", &t->rv)) != KI_OK ||
+	    (write && (rc = ckpt_maybe(s, tight)) != KI_OK)) {
 		mdb_txn_abort(t->txn);
 		pthread_rwlock_unlock(&s->resize);
 		free(t);
 		return rc;
 	}
+	ki_buf_init(&t->log);
 	*out = t;
 	return KI_OK;
 }
@@ -519,6 +1040,7 @@ store_begin_child(store_txn *parent, store_txn **out)
 	t->parent = parent;
 	t->write = 1;
 	t->rv = parent->rv;
+	ki_buf_init(&t->log);
 	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
 	if (rc != 0) {
 		free(t);
@@ -526,6 +1048,65 @@ store_begin_child(store_txn *parent, store_txn **out)
 	}
 	*out = t;
 	return KI_OK;
+}
+
+/* Commits a top-level write transaction whose operations are in t->log,
+ * durably. As the owner of the log: the record is appended and synced
+ * first, then LMDB commits without syncing (its pages reach the disk at
+ * the next checkpoint); a record whose commit fails is retracted, so the
+ * log never holds a transaction the store refused. A transaction too big
+ * for the log commits and waits for a checkpoint instead. A process that
+ * does not own the log appends to redo.side and commits synced. */
+static int
+commit_logged(store_txn *t)
+{
+	store *s = t->s;
+	uint64_t txnid = mdb_txn_id(t->txn);
+	int rc;
+
+	if (!s->owner) {
+		if ((rc = wal_side_append(s->wal, txnid, t->log.data,
+		    t->log.len)) != KI_OK) {
+			mdb_txn_abort(t->txn);
+			return rc;
+		}
+		if ((rc = map_rc(mdb_txn_commit(t->txn))) != KI_OK &&
+		    wal_side_retract(s->wal) != KI_OK) {
+			log_error("store: a refused commit stays in the redo log; "
+			    "stopping");
+			abort();
+		}
+		return rc;
+	}
+	if (t->log.len > WAL_MAX) {
+		if ((rc = map_rc(mdb_txn_commit(t->txn))) != KI_OK)
+			return rc;
+		if ((rc = map_rc(mdb_txn_begin(s->env, NULL, 0, &t->txn))) ==
+		    KI_OK) {
+			rc = ckpt_sync(s, 0);
+			mdb_txn_abort(t->txn);
+		}
+		return rc;
+	}
+	if (wal_used(s->wal) + t->log.len > WAL_MAX &&
+	    ((rc = ckpt_wait(s)) != KI_OK || (rc = ckpt_begin(s, 0)) != KI_OK)) {
+		mdb_txn_abort(t->txn);
+		return rc;
+	}
+	if ((rc = wal_append(s->wal, txnid, t->log.data, t->log.len,
+	    s->nosync)) != KI_OK) {
+		mdb_txn_abort(t->txn);
+		return rc;
+	}
+	if ((rc = map_rc(mdb_txn_commit(t->txn))) != KI_OK &&
+	    wal_retract(s->wal, s->nosync) != KI_OK) {
+		/* Neither committed nor retracted: a restart would apply it. */
+		log_error("store: a refused commit stays in the redo log; "
+		    "stopping");
+		abort();
+	}
+	__atomic_store_n(&s->log_bytes, wal_used(s->wal), __ATOMIC_RELAXED);
+	return rc;
 }
 
 int
@@ -538,7 +1119,12 @@ store_commit(store_txn *t)
 		if (rc == KI_OK) {
 			t->parent->rv = t->rv;
 			t->parent->dirty |= t->dirty;
+			if (t->log.len > 0 &&
+			    ki_buf_append(&t->parent->log, t->log.data,
+			    t->log.len) != KI_OK)
+				rc = KI_ENOMEM;   /* the parent is unusable now */
 		}
+		ki_buf_free(&t->log);
 		free(t);
 		return rc;
 	}
@@ -546,12 +1132,16 @@ store_commit(store_txn *t)
 		rc = meta_put_u64(t->txn, t->s->meta, "rv", t->rv);
 	if (rc != KI_OK) {
 		mdb_txn_abort(t->txn);
+	} else if (t->write && t->s->wal != NULL && !t->s->replaying &&
+	    t->log.len > 0) {
+		rc = commit_logged(t);
 	} else {
 		/* Without MDB_NOSYNC, LMDB's commit is itself durable: it syncs
 		 * the data pages, then writes the meta page synchronously. */
 		rc = map_rc(mdb_txn_commit(t->txn));
 	}
 	pthread_rwlock_unlock(&t->s->resize);
+	ki_buf_free(&t->log);
 	free(t);
 	return rc;
 }
@@ -564,6 +1154,7 @@ store_abort(store_txn *t)
 	mdb_txn_abort(t->txn);
 	if (t->parent == NULL)
 		pthread_rwlock_unlock(&t->s->resize);
+	ki_buf_free(&t->log);
 	free(t);
 }
 
@@ -1014,6 +1605,7 @@ store_put(store_txn *t, store_obj *o)
 		goto out;
 	t->rv = o->rv;
 	t->dirty = 1;
+	rc = log_obj(t, OP_PUT, o);
 out:
 	free(copy);
 	return rc;
@@ -1062,9 +1654,25 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	rc = map_rc(mdb_del(t->txn, t->s->aux, &ik, NULL));
 	if (rc != KI_OK && rc != KI_ENOTFOUND)
 		goto out;
-	rc = KI_OK;
 	t->rv = rv;
 	t->dirty = 1;
+	{
+		store_obj d;
+
+		memset(&d, 0, sizeof(d));
+		d.kind = kind;
+		d.name = name;
+		d.name_len = len;
+		d.json = final->json;
+		d.json_len = final->json_len;
+		d.meta_off = final->meta_off;
+		d.meta_len = final->meta_len;
+		d.spec_off = final->spec_off;
+		d.spec_len = final->spec_len;
+		d.status_off = final->status_off;
+		d.status_len = final->status_len;
+		rc = log_obj(t, OP_DELETE, &d);
+	}
 out:
 	free(copy);
 	return rc;
@@ -1410,6 +2018,9 @@ store_stat(store *s, store_stats *out)
 	out->page_size = st.ms_psize;
 	out->map_used = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
 	out->entries = st.ms_entries;
+	out->log_bytes = __atomic_load_n(&s->log_bytes, __ATOMIC_RELAXED);
+	out->checkpoints = __atomic_load_n(&s->checkpoints, __ATOMIC_RELAXED);
+	out->recovered = s->recovered;
 	return KI_OK;
 }
 
@@ -1419,12 +2030,15 @@ store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
 	MDB_val v = { len, (void *)(uintptr_t)value };
+	int rc;
 
 	if (!t->write)
 		return KI_EINVAL;
 	t->writes++;
 	t->dirty = 1;
-	return map_rc(mdb_put(t->txn, t->s->token, &k, &v, 0));
+	if ((rc = map_rc(mdb_put(t->txn, t->s->token, &k, &v, 0))) != KI_OK)
+		return rc;
+	return log_token(t, OP_TOKEN_PUT, hash, value, len);
 }
 
 int
@@ -1445,12 +2059,15 @@ int
 store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
+	int rc;
 
 	if (!t->write)
 		return KI_EINVAL;
 	t->writes++;
 	t->dirty = 1;
-	return map_rc(mdb_del(t->txn, t->s->token, &k, NULL));
+	if ((rc = map_rc(mdb_del(t->txn, t->s->token, &k, NULL))) != KI_OK)
+		return rc;
+	return log_token(t, OP_TOKEN_DELETE, hash, NULL, 0);
 }
 
 int

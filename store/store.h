@@ -46,6 +46,9 @@ typedef struct store_options {
 	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
 	uint64_t history;      /* events kept for watch and resume */
 	int nosync;            /* tests only: skip fsync at commit */
+	/* Open even while another process (a running daemon) owns the
+	 * store: its commits are then synced whole (the admin commands). */
+	int shared;
 	/* When set, records do not carry their facets (they are a function
 	 * of kind and labels): the store computes them whenever a put leaves
 	 * store_obj.facets empty and when it unindexes an object, which keeps
@@ -220,7 +223,18 @@ int store_backup_fd(store *s, int fd);
 /* Statistics for /metrics. */
 typedef struct store_stats {
 	uint64_t map_size, map_used, page_size, entries;
+	uint64_t log_bytes;     /* redo log written since the last checkpoint */
+	uint64_t checkpoints;   /* taken since open */
+	uint64_t recovered;     /* transactions applied from the log at open */
 } store_stats;
 int store_stat(store *s, store_stats *out);
+
+/* Takes a checkpoint now if the redo log holds anything (the committer
+ * calls it when idle, so that a restart has little to apply). */
+int store_checkpoint(store *s);
+
+/* Tests only: closes the store as a crash would leave it, without the
+ * final checkpoint, so that the next open recovers from the log. */
+void store_crash(store *s);
 
 #endif

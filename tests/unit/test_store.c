@@ -1,10 +1,13 @@
 /* tests/unit/test_store.c — the LMDB store: names, digests, natural keys,
  * back-references, listing, events, persistence and a full map. */
+#define _GNU_SOURCE /* memmem */
 #include <CUnit/CUnit.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "api/commit.h"
 #include "store/store.h"
@@ -781,6 +784,278 @@ test_group_commit_rerun(void)
 	free(dir);
 }
 
+/* ---- the redo log: recovery from what a power failure leaves ---- */
+
+static int
+slurp(const char *path, uint8_t **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+
+	*data = NULL;
+	*len = 0;
+	if (f == NULL)
+		return -1;
+	if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+	    fseek(f, 0, SEEK_SET) != 0 || (*data = malloc((size_t)n + 1)) == NULL ||
+	    fread(*data, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(*data);
+		*data = NULL;
+		return -1;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return 0;
+}
+
+static int
+spit(const char *path, const uint8_t *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	int rc;
+
+	if (f == NULL)
+		return -1;
+	rc = fwrite(data, 1, len, f) == len ? 0 : -1;
+	return fclose(f) == 0 ? rc : -1;
+}
+
+#define WL_N 300
+static const uint8_t wl_hash[STORE_DIGEST_LEN] = { 7, 7, 7 };
+static const uint8_t wl_side[STORE_DIGEST_LEN] = { 8, 8, 8 };
+
+/* Another process (an admin command while the daemon owns the store):
+ * puts the wl_side token; 0 when it did. */
+static int
+wl_side_write(const char *dir)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		store_options o = opts(64u << 20);
+		store *s;
+		store_txn *t;
+		int rc;
+
+		o.nosync = 0;
+		o.shared = 1;
+		if (store_open(&s, dir, &o) != KI_OK)
+			_exit(2);
+		rc = store_begin(s, 1, &t) == KI_OK &&
+		    store_token_put(t, wl_side, "{\"side\":1}", 10) == KI_OK &&
+		    store_commit(t) == KI_OK;
+		store_close(s);
+		_exit(rc ? 0 : 3);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Checks the store in dir against want (digest byte per object r000..,
+ * 0: absent) and whether the token is there. */
+static void
+wl_verify(const char *dir, const uint8_t *want, int token, uint64_t recovered)
+{
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	store_stats st;
+	uint64_t count, n = 0;
+	const char *tv;
+	size_t tl;
+
+	o.nosync = 0;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL(store_stat(s, &st), KI_OK);
+	CU_ASSERT_EQUAL(st.recovered, recovered);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	for (int i = 0; i < WL_N; i++) {
+		char name[16], d[16];
+		store_obj ob;
+		int rc;
+
+		snprintf(name, sizeof(name), "r%03d", i);
+		rc = store_get_by_name(t, 1, name, strlen(name), &ob);
+		if (want[i] == 0) {
+			CU_ASSERT_EQUAL(rc, KI_ENOTFOUND);
+			continue;
+		}
+		n++;
+		CU_ASSERT_EQUAL(rc, KI_OK);
+		if (rc != KI_OK)
+			continue;
+		CU_ASSERT_EQUAL(ob.digest[0], want[i]);
+		snprintf(d, sizeof(d), "\"d\":%u}", want[i]);
+		CU_ASSERT(ob.json_len > strlen(d) &&
+		    memmem(ob.json, ob.json_len, d, strlen(d)) != NULL);
+	}
+	CU_ASSERT_EQUAL(store_count(t, 1, &count), KI_OK);
+	CU_ASSERT_EQUAL(count, n);
+	CU_ASSERT_EQUAL(store_token_get(t, wl_hash, &tv, &tl),
+	    token ? KI_OK : KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_token_get(t, wl_side, &tv, &tl),
+	    token ? KI_OK : KI_ENOTFOUND);
+	store_abort(t);
+	store_close(s);
+}
+
+static void
+test_redo_log_recovery(void)
+{
+	char *dir = tests_tmpdir(), mdb[4200], log[3][4200];
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	uint8_t want[WL_N], *early = NULL, *snap = NULL, *cur = NULL,
+	    *wal[3] = { NULL, NULL, NULL }, *m;
+	size_t early_len, snap_len, cur_len, wal_len[3];
+	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+	int next = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	snprintf(mdb, sizeof(mdb), "%s/data.mdb", dir);
+	snprintf(log[0], sizeof(log[0]), "%s/redo.0", dir);
+	snprintf(log[1], sizeof(log[1]), "%s/redo.1", dir);
+	snprintf(log[2], sizeof(log[2]), "%s/redo.side", dir);
+	memset(want, 0, sizeof(want));
+	o.nosync = 0;
+	/* Ten objects, a clean close; a copy of that file for later. */
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (; next < 10; next++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%03d", next);
+		want[next] = (uint8_t)(next % 250 + 1);
+		CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0), KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &early, &early_len), 0);
+	/* Forty more; then the open's checkpoint is the state a crash goes
+	 * back to: a copy of the file as it is then. */
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (; next < 50; next++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%03d", next);
+		want[next] = (uint8_t)(next % 250 + 1);
+		CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0), KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &snap, &snap_len), 0);
+	/* Forty logged transactions: new objects, replacements, deletes, a
+	 * token; the last one only puts r299. */
+	for (int x = 0; x < 40; x++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		if (x == 39) {
+			want[WL_N - 1] = 99;
+			CU_ASSERT_EQUAL(put(t, 1, "r299", 99, NULL, NULL, 0), KI_OK);
+			CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+			continue;
+		}
+		for (int k = 0; k < 5; k++, next++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "r%03d", next);
+			want[next] = (uint8_t)(next % 250 + 1);
+			CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0),
+			    KI_OK);
+		}
+		if (x % 4 == 1) {
+			char name[16];
+			int i = x * 3;
+
+			snprintf(name, sizeof(name), "r%03d", i);
+			want[i] = (uint8_t)(200 + x % 50);
+			CU_ASSERT_EQUAL(put(t, 1, name, want[i], NULL, NULL, 0),
+			    KI_OK);
+			snprintf(name, sizeof(name), "r%03d", i + 1);
+			want[i + 1] = 0;
+			CU_ASSERT_EQUAL(store_delete(t, 1, name, strlen(name), &fin),
+			    KI_OK);
+		}
+		if (x == 20)
+			CU_ASSERT_EQUAL(store_token_put(t, wl_hash, "{}", 2), KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		if (x == 30)   /* logged in redo.side, between two of ours */
+			CU_ASSERT_EQUAL(wl_side_write(dir), 0);
+	}
+	store_crash(s);
+	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &cur, &cur_len), 0);
+	for (int f = 0; f < 3; f++)
+		CU_ASSERT_EQUAL_FATAL(slurp(log[f], &wal[f], &wal_len[f]), 0);
+	CU_ASSERT_FATAL(cur_len % ps == 0 && snap_len % ps == 0);
+	m = malloc(cur_len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+
+	/* What reached the disk: the newest meta pages, and of every page
+	 * written since the checkpoint either the new content, the old one or
+	 * garbage (a torn or unwritten page). */
+	for (unsigned seed = 1; seed <= 4; seed++) {
+		size_t changed = 0;
+
+		srand(seed);
+		memcpy(m, cur, cur_len);
+		for (size_t p = 2; p < cur_len / ps; p++) {
+			int in_snap = (p + 1) * ps <= snap_len;
+			int r = rand() % 3;
+
+			if (in_snap && memcmp(cur + p * ps, snap + p * ps, ps) == 0)
+				continue;
+			changed++;
+			if (r == 1 || (r == 2 && !in_snap)) {
+				for (size_t b = 0; b < ps; b++)
+					m[p * ps + b] = (uint8_t)rand();
+			} else if (r == 2) {
+				memcpy(m + p * ps, snap + p * ps, ps);
+			}
+		}
+		CU_ASSERT(changed > 0);
+		CU_ASSERT_EQUAL_FATAL(spit(mdb, m, cur_len), 0);
+		for (int f = 0; f < 3; f++)
+			CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f]), 0);
+		wl_verify(dir, want, 1, 41);
+	}
+
+	/* A torn last record: its transaction was never acknowledged, and the
+	 * 39 before it and the other process's come back. */
+	CU_ASSERT_EQUAL_FATAL(spit(mdb, cur, cur_len), 0);
+	for (int f = 0; f < 2; f++)   /* the older file's records are spent */
+		CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f] - 7), 0);
+	CU_ASSERT_EQUAL_FATAL(spit(log[2], wal[2], wal_len[2]), 0);
+	want[WL_N - 1] = 0;
+	wl_verify(dir, want, 1, 40);
+	/* Reopened after a clean close: nothing to apply. */
+	wl_verify(dir, want, 1, 0);
+
+	/* A file restored from an older copy is not touched by the log of the
+	 * one it replaced. */
+	CU_ASSERT_EQUAL_FATAL(spit(mdb, early, early_len), 0);
+	for (int f = 0; f < 3; f++)
+		CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f]), 0);
+	for (int i = 0; i < WL_N; i++)
+		want[i] = i < 10 ? (uint8_t)(i % 250 + 1) : 0;
+	wl_verify(dir, want, 0, 0);
+
+	free(m);
+	free(early);
+	free(snap);
+	free(cur);
+	for (int f = 0; f < 3; f++)
+		free(wal[f]);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 int
 test_store_register(void)
 {
@@ -807,7 +1082,9 @@ test_store_register(void)
 	    CU_add_test(s, "group commit: a write that fails after writing is "
 	        "dropped alone", test_group_commit_rerun) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
-	        NULL)
+	        NULL ||
+	    CU_add_test(s, "redo log: recovery from a power failure's leftovers, "
+	        "a torn record, an older file", test_redo_log_recovery) == NULL)
 		return -1;
 	return 0;
 }

@@ -1,0 +1,74 @@
+/* store/wal.h — the store's redo log.
+ *
+ * A durable write appends one record (the operations of one committed
+ * transaction) and syncs it: one sequential write, where committing the
+ * B-trees themselves syncs every page the transaction touched, scattered
+ * over the file. The LMDB file is synced at checkpoints, in the
+ * background. A checkpoint's header names the LMDB transaction whose state
+ * is then on disk and holds a copy of LMDB's two meta pages as they were.
+ *
+ * Files, in the store's directory:
+ *   redo.0, redo.1  the owner's log (the process holding redo.0's lock):
+ *                   a header, then records from WAL_DATA on. Appends go to
+ *                   one file; a checkpoint switches to the other, and its
+ *                   header goes there once the LMDB file is synced. The
+ *                   log is the newer valid header's file, then the other
+ *                   file, as long as the txnids ascend.
+ *   redo.side       records of other processes (admin commands run while a
+ *                   daemon owns the store), appended at its end.
+ * A record is u32 magic | u32 payload length | u64 LMDB txnid | u32 crc32 |
+ * u32 0 | payload. */
+#ifndef KI_STORE_WAL_H
+#define KI_STORE_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct wal wal;
+
+#define WAL_META_MAX 65536   /* two LMDB pages of up to 32 KB */
+
+typedef struct wal_head {
+	uint64_t seq;            /* the newer of the two files' headers wins */
+	uint64_t txnid;          /* LMDB transaction of the checkpoint */
+	uint32_t clean;          /* written by a clean close */
+	uint32_t meta_len;       /* bytes of metas: LMDB's pages 0 and 1 */
+	uint8_t metas[WAL_META_MAX];
+} wal_head;
+
+/* Opens (creating) the log files in dir and tries to take the owner's
+ * lock: *owner is 1 when this process holds it, 0 when another does. */
+int wal_open(wal **out, const char *dir, int *owner);
+void wal_close(wal *w);
+
+/* The newer valid header and its file: KI_ENOTFOUND when there is none. */
+int wal_head_read(wal *w, wal_head *h, int *file);
+/* Writes h into file's header and syncs it unless nosync. */
+int wal_head_write(wal *w, int file, const wal_head *h, int nosync);
+
+/* The owner's appends: one record at the write position of the current
+ * file, synced unless nosync; on failure the position is unchanged. */
+int wal_append(wal *w, uint64_t txnid, const void *data, size_t len,
+	int nosync);
+/* Undoes the last append (its transaction did not commit): clears its
+ * record header on disk, synced, and moves the position back. */
+int wal_retract(wal *w, int nosync);
+/* Bytes appended to the current file. */
+uint64_t wal_used(const wal *w);
+/* Appends go to the start of the other file from now on; returns it. */
+int wal_switch(wal *w);
+
+/* Another process's append to redo.side, synced; and its undo. */
+int wal_side_append(wal *w, uint64_t txnid, const void *data, size_t len);
+int wal_side_retract(wal *w);
+/* Empties redo.side (the owner, once a checkpoint covers it). */
+int wal_side_clear(wal *w);
+
+/* Calls fn for each logged transaction above base in txnid order: the
+ * records of file (the newest header's), then of the other file, merged
+ * with redo.side's. fn returning nonzero stops with that value. */
+int wal_each(wal *w, int file, uint64_t base,
+	int (*fn)(void *arg, uint64_t txnid, const uint8_t *data, size_t len),
+	void *arg);
+
+#endif
