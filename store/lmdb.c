@@ -71,8 +71,8 @@
 /* A checkpoint starts at the next write once the log holds this much, or
  * holds anything and the last one is this old; a write that would take
  * the log past WAL_MAX waits for the checkpoint in flight and starts one. */
-#define CKPT_BYTES (UINT64_C(8) << 20)
-#define CKPT_NS INT64_C(1000000000)
+#define CKPT_BYTES (UINT64_C(1) << 20)
+#define CKPT_NS INT64_C(50000000)
 #define WAL_MAX (UINT64_C(64) << 20)
 
 /* Operations in a log record: u8 op | u32 length | body. */
