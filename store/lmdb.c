@@ -848,14 +848,14 @@ store_open(store **out, const char *dir, const store_options *opt)
 			goto fail;
 		}
 		s->ck_started = 1;
-		/* A checkpoint of the recovered state before any write: the
-		 * log and redo.side start over behind it. */
+		/* A checkpoint of the recovered state before any write; then
+		 * the log and redo.side start over behind it, empty. */
 		if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
 			goto fail;
 		rc = ckpt_sync(s, 0);
 		mdb_txn_abort(txn);
 		txn = NULL;
-		if (rc != KI_OK || (rc = wal_side_clear(s->wal)) != KI_OK)
+		if (rc != KI_OK || (rc = wal_trim(s->wal)) != KI_OK)
 			goto fail;
 	}
 	free(h);

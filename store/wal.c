@@ -330,10 +330,16 @@ wal_side_retract(wal *w)
 }
 
 int
-wal_side_clear(wal *w)
+wal_trim(wal *w)
 {
-	return ftruncate(w->side, 0) == 0 && fdatasync(w->side) == 0 ?
-	    KI_OK : KI_EIO;
+	int other = w->fd[w->cur ^ 1], cur = w->fd[w->cur];
+
+	if (ftruncate(other, 0) != 0 || ftruncate(cur, WAL_DATA) != 0 ||
+	    ftruncate(w->side, 0) != 0 || fdatasync(other) != 0 ||
+	    fdatasync(cur) != 0 || fdatasync(w->side) != 0)
+		return KI_EIO;
+	w->off = w->last = WAL_DATA;
+	return KI_OK;
 }
 
 /* ---- replay ---- */

@@ -58,11 +58,15 @@ uint64_t wal_used(const wal *w);
 /* Appends go to the start of the other file from now on; returns it. */
 int wal_switch(wal *w);
 
+/* Drops every record of both files and redo.side's, keeping the current
+ * file's header (the owner, once that header is durable and nothing has
+ * been appended since): records of an earlier life of the store (another
+ * file put back from a backup has lower txnids) can never chain on. */
+int wal_trim(wal *w);
+
 /* Another process's append to redo.side, synced; and its undo. */
 int wal_side_append(wal *w, uint64_t txnid, const void *data, size_t len);
 int wal_side_retract(wal *w);
-/* Empties redo.side (the owner, once a checkpoint covers it). */
-int wal_side_clear(wal *w);
 
 /* Calls fn for each logged transaction above base in txnid order: the
  * records of file (the newest header's), then of the other file, merged

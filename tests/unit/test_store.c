@@ -1029,8 +1029,17 @@ test_redo_log_recovery(void)
 	/* A torn last record: its transaction was never acknowledged, and the
 	 * 39 before it and the other process's come back. */
 	CU_ASSERT_EQUAL_FATAL(spit(mdb, cur, cur_len), 0);
-	for (int f = 0; f < 2; f++)   /* the older file's records are spent */
-		CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f] - 7), 0);
+	{
+		/* The log is the file with the records (the other one was
+		 * emptied at the open). */
+		int last = wal_len[1] > wal_len[0];
+
+		CU_ASSERT_FATAL(wal_len[last] > 100 && wal_len[last ^ 1] < 100);
+		CU_ASSERT_EQUAL_FATAL(spit(log[last], wal[last],
+		    wal_len[last] - 7), 0);
+		CU_ASSERT_EQUAL_FATAL(spit(log[last ^ 1], wal[last ^ 1],
+		    wal_len[last ^ 1]), 0);
+	}
 	CU_ASSERT_EQUAL_FATAL(spit(log[2], wal[2], wal_len[2]), 0);
 	want[WL_N - 1] = 0;
 	wl_verify(dir, want, 1, 40);
@@ -1038,13 +1047,29 @@ test_redo_log_recovery(void)
 	wl_verify(dir, want, 1, 0);
 
 	/* A file restored from an older copy is not touched by the log of the
-	 * one it replaced. */
+	 * one it replaced (its records are in both log files here, so that
+	 * whichever the next appends go to, the other holds them). */
 	CU_ASSERT_EQUAL_FATAL(spit(mdb, early, early_len), 0);
-	for (int f = 0; f < 3; f++)
-		CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f]), 0);
+	{
+		int last = wal_len[1] > wal_len[0];
+
+		for (int f = 0; f < 2; f++)
+			CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[last],
+			    wal_len[last]), 0);
+		CU_ASSERT_EQUAL_FATAL(spit(log[2], wal[2], wal_len[2]), 0);
+	}
 	for (int i = 0; i < WL_N; i++)
 		want[i] = i < 10 ? (uint8_t)(i % 250 + 1) : 0;
 	wl_verify(dir, want, 0, 0);
+	/* ...nor after the next crash: a new write, then recovery applies it
+	 * alone, not what the replaced file's log held after it. */
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	want[WL_N - 1] = 77;
+	CU_ASSERT_EQUAL(put(t, 1, "r299", 77, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_crash(s);
+	wl_verify(dir, want, 0, 1);
 
 	free(m);
 	free(early);
