@@ -1136,8 +1136,9 @@ store_commit(store_txn *t)
 	    t->log.len > 0) {
 		rc = commit_logged(t);
 	} else {
-		/* Without MDB_NOSYNC, LMDB's commit is itself durable: it syncs
-		 * the data pages, then writes the meta page synchronously. */
+		/* Nothing logged (a read, an empty write, the open's own
+		 * commits): without MDB_NOSYNC, LMDB's commit is itself
+		 * durable. */
 		rc = map_rc(mdb_txn_commit(t->txn));
 	}
 	pthread_rwlock_unlock(&t->s->resize);
