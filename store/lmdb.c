@@ -68,9 +68,10 @@
 #define REC_AUX 1   /* natural key and refs live in the aux table */
 #define FORMAT 3
 #define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
-/* A checkpoint starts at the next write once the log holds this much, or
- * holds anything and the last one is this old; a write that would take
- * the log past WAL_MAX waits for the checkpoint in flight and starts one. */
+/* By default a checkpoint starts at the next write once the log holds
+ * this much, or holds anything and the last one is this old (see
+ * store_options); a write that would take the log past WAL_MAX waits for
+ * the checkpoint in flight and starts one. */
 #define CKPT_BYTES (UINT64_C(1) << 20)
 #define CKPT_NS INT64_C(50000000)
 #define WAL_MAX (UINT64_C(64) << 20)
@@ -109,7 +110,9 @@ struct store {
 	MDB_txn *ck_pin;
 	wal_head *ck_head;
 	uint64_t head_seq;
-	int64_t ckpt_ns;
+	uint64_t ckpt_bytes;     /* when to checkpoint (store_options) */
+	int64_t ckpt_every_ns;
+	int64_t ckpt_ns;         /* when the last one started */
 	uint64_t checkpoints, recovered, log_bytes;   /* for store_stat */
 };
 
@@ -601,8 +604,8 @@ ckpt_maybe(store *s, int tight)
 	used = wal_used(s->wal);
 	if (tight && (used > 0 || busy))
 		return ckpt_sync(s, 0);
-	if (busy || !(used >= CKPT_BYTES ||
-	    (used > 0 && now_ns() - s->ckpt_ns >= CKPT_NS)))
+	if (busy || !(used >= s->ckpt_bytes ||
+	    (used > 0 && now_ns() - s->ckpt_ns >= s->ckpt_every_ns)))
 		return KI_OK;
 	return ckpt_begin(s, 0);
 }
@@ -770,6 +773,10 @@ store_open(store **out, const char *dir, const store_options *opt)
 	s->history = opt->history ? opt->history : 100000;
 	s->nosync = opt->nosync;
 	s->facets = opt->facets;
+	s->ckpt_bytes = opt->checkpoint_bytes ? opt->checkpoint_bytes :
+	    CKPT_BYTES;
+	s->ckpt_every_ns = opt->checkpoint_ms ?
+	    (int64_t)opt->checkpoint_ms * 1000000 : CKPT_NS;
 	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
 	{
 		pthread_rwlockattr_t a;

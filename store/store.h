@@ -49,6 +49,10 @@ typedef struct store_options {
 	/* Open even while another process (a running daemon) owns the
 	 * store: its commits are then synced whole (the admin commands). */
 	int shared;
+	/* A checkpoint once the redo log holds this many bytes or this
+	 * many ms have passed since the last (0: 1 MiB, 50 ms). */
+	uint64_t checkpoint_bytes;
+	uint64_t checkpoint_ms;
 	/* When set, records do not carry their facets (they are a function
 	 * of kind and labels): the store computes them whenever a put leaves
 	 * store_obj.facets empty and when it unindexes an object, which keeps
