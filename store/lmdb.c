@@ -41,6 +41,9 @@
  * Integers in records are host order: the file is not portable across
  * endianness, like LMDB's own.
  *
+ * Durability: commits are logged to the redo log (store/wal.h) and LMDB
+ * commits without syncing; checkpoints (below) sync the file.
+ *
  * A store of format 2 (objects keyed by seq, events holding copies, a
  * label index keyed by name) is converted at open, in batches, into the
  * format-3 tables; the old tables are dropped when the last batch commits

@@ -47,7 +47,8 @@ typedef struct store_options {
 	uint64_t history;      /* events kept for watch and resume */
 	int nosync;            /* tests only: skip fsync at commit */
 	/* Open even while another process (a running daemon) owns the
-	 * store: its commits are then synced whole (the admin commands). */
+	 * store (the admin commands): commits then go to the redo log's
+	 * redo.side, synced, and no checkpoint is taken. */
 	int shared;
 	/* A checkpoint once the redo log holds this many bytes or this
 	 * many ms have passed since the last (0: 1 MiB, 50 ms). */
@@ -233,8 +234,9 @@ typedef struct store_stats {
 } store_stats;
 int store_stat(store *s, store_stats *out);
 
-/* Takes a checkpoint now if the redo log holds anything (the committer
- * calls it when idle, so that a restart has little to apply). */
+/* Starts a checkpoint in the background if the redo log holds anything and
+ * none is in flight (the committer calls it when idle, so that a restart
+ * has little to apply). */
 int store_checkpoint(store *s);
 
 /* Tests only: closes the store as a crash would leave it, without the
