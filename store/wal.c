@@ -274,8 +274,17 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 
 	if ((rc = write_rec(w->fd[w->cur], w->off, txnid, data, len)) != KI_OK)
 		return rc;
-	if (!nosync && fdatasync(w->fd[w->cur]) != 0)
+	if (!nosync && fdatasync(w->fd[w->cur]) != 0) {
+		uint8_t f[REC_FIELDS];
+
+		/* Refused, so it must not be applied after a crash either:
+		 * clear its fields (best effort; the next append overwrites
+		 * it anyway). */
+		memset(f, 0, sizeof(f));
+		(void)pwrite_all(w->fd[w->cur], f, sizeof(f), w->off);
+		(void)fdatasync(w->fd[w->cur]);
 		return KI_EIO;
+	}
 	w->last = w->off;
 	w->off += REC_FIELDS + len;
 	return KI_OK;
@@ -317,9 +326,15 @@ wal_side_append(wal *w, uint64_t txnid, const void *data, size_t len)
 	if (fstat(w->side, &st) != 0)
 		return KI_EIO;
 	w->side_last = (uint64_t)st.st_size;
-	if ((rc = write_rec(w->side, w->side_last, txnid, data, len)) != KI_OK)
-		return rc;
-	return fdatasync(w->side) == 0 ? KI_OK : KI_EIO;
+	rc = write_rec(w->side, w->side_last, txnid, data, len);
+	if (rc == KI_OK && fdatasync(w->side) != 0)
+		rc = KI_EIO;
+	if (rc != KI_OK) {
+		/* A torn or unsynced record would end the side log for the
+		 * records after it: cut it off. */
+		(void)wal_side_retract(w);
+	}
+	return rc;
 }
 
 int
