@@ -1129,10 +1129,12 @@ store_commit(store_txn *t)
 		if (rc == KI_OK) {
 			t->parent->rv = t->rv;
 			t->parent->dirty |= t->dirty;
+			/* On failure the parent's log is marked, and its
+			 * commit refuses (its changes would be unlogged). */
 			if (t->log.len > 0 &&
 			    ki_buf_append(&t->parent->log, t->log.data,
 			    t->log.len) != KI_OK)
-				rc = KI_ENOMEM;   /* the parent is unusable now */
+				rc = KI_ENOMEM;
 		}
 		ki_buf_free(&t->log);
 		free(t);
@@ -1140,6 +1142,8 @@ store_commit(store_txn *t)
 	}
 	if (t->write && t->dirty)
 		rc = meta_put_u64(t->txn, t->s->meta, "rv", t->rv);
+	if (rc == KI_OK && t->log.oom)
+		rc = KI_ENOMEM;   /* an operation is missing from the log */
 	if (rc != KI_OK) {
 		mdb_txn_abort(t->txn);
 	} else if (t->write && t->s->wal != NULL && !t->s->replaying &&
