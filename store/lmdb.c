@@ -419,7 +419,7 @@ log_op(store_txn *t, int op, size_t len, uint8_t **body)
 	uint8_t *p;
 
 	*body = NULL;
-	if (t->s->wal == NULL || t->s->replaying)
+	if (t->s->replaying)
 		return KI_OK;
 	if (len > UINT32_MAX || ki_buf_reserve(&t->log, 5 + len) != KI_OK)
 		return KI_ENOMEM;
@@ -587,6 +587,19 @@ ckpt_sync(store *s, int clean)
 	return ckpt_wait(s);
 }
 
+/* Whether a checkpoint is in flight; KI_EIO once one has failed. */
+static int
+ckpt_state(store *s, int *busy)
+{
+	int failed;
+
+	pthread_mutex_lock(&s->ck_mu);
+	*busy = s->ck_busy;
+	failed = s->ck_failed;
+	pthread_mutex_unlock(&s->ck_mu);
+	return failed ? KI_EIO : KI_OK;
+}
+
 /* At the start of a write transaction: starts a checkpoint when the log
  * has grown or aged enough and none is in flight; when the map is tight
  * (see maybe_grow), takes one and waits for it. */
@@ -594,15 +607,11 @@ static int
 ckpt_maybe(store *s, int tight)
 {
 	uint64_t used;
-	int busy, failed;
+	int busy;
 
-	if (s->wal == NULL || !s->owner || s->replaying)
+	if (!s->owner || s->replaying)
 		return KI_OK;
-	pthread_mutex_lock(&s->ck_mu);
-	busy = s->ck_busy;
-	failed = s->ck_failed;
-	pthread_mutex_unlock(&s->ck_mu);
-	if (failed)
+	if (ckpt_state(s, &busy) != KI_OK)
 		return KI_EIO;
 	used = wal_used(s->wal);
 	if (tight && (used > 0 || busy))
@@ -727,7 +736,7 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 	*replay = 0;
 	if ((rc = env_open(s, dir, map_size)) != 0)
 		return rc;
-	if (s->wal == NULL || !s->owner)
+	if (!s->owner)
 		return 0;
 	rc = wal_head_read(s->wal, h, file);
 	if (rc == KI_OK)
@@ -755,6 +764,31 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 		return rc;
 	*replay = 1;
 	return 0;
+}
+
+/* Stops the checkpoint thread (after the checkpoint in flight) and frees
+ * what store_open set up, as far as it got. */
+static void
+store_free(store *s)
+{
+	if (s->ck_started) {
+		ckpt_wait(s);
+		pthread_mutex_lock(&s->ck_mu);
+		s->ck_stop = 1;
+		pthread_cond_broadcast(&s->ck_cv);
+		pthread_mutex_unlock(&s->ck_mu);
+		pthread_join(s->ck_thread, NULL);
+	}
+	if (s->pin != NULL)
+		mdb_txn_abort(s->pin);
+	if (s->env != NULL)
+		mdb_env_close(s->env);
+	wal_close(s->wal);
+	free(s->ck_head);
+	pthread_mutex_destroy(&s->ck_mu);
+	pthread_cond_destroy(&s->ck_cv);
+	pthread_rwlock_destroy(&s->resize);
+	free(s);
 }
 
 int
@@ -875,24 +909,7 @@ fail:
 	free(h);
 	if (txn != NULL)
 		mdb_txn_abort(txn);
-	if (s->ck_started) {
-		ckpt_wait(s);
-		pthread_mutex_lock(&s->ck_mu);
-		s->ck_stop = 1;
-		pthread_cond_broadcast(&s->ck_cv);
-		pthread_mutex_unlock(&s->ck_mu);
-		pthread_join(s->ck_thread, NULL);
-	}
-	if (s->pin != NULL)
-		mdb_txn_abort(s->pin);
-	if (s->env != NULL)
-		mdb_env_close(s->env);
-	wal_close(s->wal);
-	free(s->ck_head);
-	pthread_mutex_destroy(&s->ck_mu);
-	pthread_cond_destroy(&s->ck_cv);
-	pthread_rwlock_destroy(&s->resize);
-	free(s);
+	store_free(s);
 	if (rc == ENOENT || rc == EACCES)
 		return KI_EIO;
 	return rc < 0 ? rc : map_rc(rc);
@@ -904,18 +921,14 @@ store_checkpoint(store *s)
 	MDB_txn *txn;
 	int rc;
 
-	if (s->wal == NULL || !s->owner ||
-	    __atomic_load_n(&s->log_bytes, __ATOMIC_RELAXED) == 0)
+	if (!s->owner || __atomic_load_n(&s->log_bytes, __ATOMIC_RELAXED) == 0)
 		return KI_OK;
 	pthread_rwlock_rdlock(&s->resize);
 	if ((rc = map_rc(mdb_txn_begin(s->env, NULL, 0, &txn))) == KI_OK) {
 		int busy;
 
-		pthread_mutex_lock(&s->ck_mu);
-		busy = s->ck_busy;
-		rc = s->ck_failed ? KI_EIO : KI_OK;
-		pthread_mutex_unlock(&s->ck_mu);
-		if (rc == KI_OK && !busy && wal_used(s->wal) > 0)
+		if ((rc = ckpt_state(s, &busy)) == KI_OK && !busy &&
+		    wal_used(s->wal) > 0)
 			rc = ckpt_begin(s, 0);
 		mdb_txn_abort(txn);
 	}
@@ -937,23 +950,7 @@ close_store(store *s, int crash)
 			    "applies the redo log");
 		mdb_txn_abort(txn);
 	}
-	if (s->ck_started) {
-		ckpt_wait(s);
-		pthread_mutex_lock(&s->ck_mu);
-		s->ck_stop = 1;
-		pthread_cond_broadcast(&s->ck_cv);
-		pthread_mutex_unlock(&s->ck_mu);
-		pthread_join(s->ck_thread, NULL);
-	}
-	if (s->pin != NULL)
-		mdb_txn_abort(s->pin);
-	mdb_env_close(s->env);
-	wal_close(s->wal);
-	free(s->ck_head);
-	pthread_mutex_destroy(&s->ck_mu);
-	pthread_cond_destroy(&s->ck_cv);
-	pthread_rwlock_destroy(&s->resize);
-	free(s);
+	store_free(s);
 }
 
 void
@@ -1146,7 +1143,7 @@ store_commit(store_txn *t)
 		rc = KI_ENOMEM;   /* an operation is missing from the log */
 	if (rc != KI_OK) {
 		mdb_txn_abort(t->txn);
-	} else if (t->write && t->s->wal != NULL && !t->s->replaying &&
+	} else if (t->write && !t->s->replaying &&
 	    t->log.len > 0) {
 		rc = commit_logged(t);
 	} else {

@@ -822,6 +822,19 @@ spit(const char *path, const uint8_t *data, size_t len)
 }
 
 #define WL_N 300
+
+/* Puts object r<i> with digest byte d (also its JSON's "d") and notes it
+ * in want. */
+static void
+wl_put(store_txn *t, uint8_t *want, int i, uint8_t d)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "r%03d", i);
+	want[i] = d;
+	CU_ASSERT_EQUAL(put(t, 1, name, d, NULL, NULL, 0), KI_OK);
+}
+
 static const uint8_t wl_hash[STORE_DIGEST_LEN] = { 7, 7, 7 };
 static const uint8_t wl_side[STORE_DIGEST_LEN] = { 8, 8, 8 };
 
@@ -932,13 +945,8 @@ test_redo_log_recovery(void)
 	/* Ten objects, a clean close; a copy of that file for later. */
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
-	for (; next < 10; next++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "r%03d", next);
-		want[next] = (uint8_t)(next % 250 + 1);
-		CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0), KI_OK);
-	}
+	for (; next < 10; next++)
+		wl_put(t, want, next, (uint8_t)(next % 250 + 1));
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	store_close(s);
 	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &early, &early_len), 0);
@@ -946,13 +954,8 @@ test_redo_log_recovery(void)
 	 * back to: a copy of the file as it is then. */
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
-	for (; next < 50; next++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "r%03d", next);
-		want[next] = (uint8_t)(next % 250 + 1);
-		CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0), KI_OK);
-	}
+	for (; next < 50; next++)
+		wl_put(t, want, next, (uint8_t)(next % 250 + 1));
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	store_close(s);
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
@@ -962,27 +965,17 @@ test_redo_log_recovery(void)
 	for (int x = 0; x < 40; x++) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 		if (x == 39) {
-			want[WL_N - 1] = 99;
-			CU_ASSERT_EQUAL(put(t, 1, "r299", 99, NULL, NULL, 0), KI_OK);
+			wl_put(t, want, WL_N - 1, 99);
 			CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 			continue;
 		}
-		for (int k = 0; k < 5; k++, next++) {
-			char name[16];
-
-			snprintf(name, sizeof(name), "r%03d", next);
-			want[next] = (uint8_t)(next % 250 + 1);
-			CU_ASSERT_EQUAL(put(t, 1, name, want[next], NULL, NULL, 0),
-			    KI_OK);
-		}
+		for (int k = 0; k < 5; k++, next++)
+			wl_put(t, want, next, (uint8_t)(next % 250 + 1));
 		if (x % 4 == 1) {
 			char name[16];
 			int i = x * 3;
 
-			snprintf(name, sizeof(name), "r%03d", i);
-			want[i] = (uint8_t)(200 + x % 50);
-			CU_ASSERT_EQUAL(put(t, 1, name, want[i], NULL, NULL, 0),
-			    KI_OK);
+			wl_put(t, want, i, (uint8_t)(200 + x % 50));
 			snprintf(name, sizeof(name), "r%03d", i + 1);
 			want[i + 1] = 0;
 			CU_ASSERT_EQUAL(store_delete(t, 1, name, strlen(name), &fin),
@@ -1070,8 +1063,7 @@ test_redo_log_recovery(void)
 	 * alone, not what the replaced file's log held after it. */
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
-	want[WL_N - 1] = 77;
-	CU_ASSERT_EQUAL(put(t, 1, "r299", 77, NULL, NULL, 0), KI_OK);
+	wl_put(t, want, WL_N - 1, 77);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	store_crash(s);
 	wl_verify(dir, want, 0, 1);
