@@ -805,7 +805,7 @@ stored:
 static int
 write_element(api_ctx *ctx, store_txn *txn, element *e)
 {
-	int rc;
+	int rc, written = 0;
 
 	for (size_t i = 0; i < e->ndocs; i++) {
 		if (check_doc(txn, &e->docs[i], &e->st) != KI_OK) {
@@ -816,13 +816,15 @@ write_element(api_ctx *ctx, store_txn *txn, element *e)
 	for (size_t i = 0; i < e->ndocs; i++) {
 		api_doc *d = &e->docs[i];
 
-		/* Parts of one element can collide only with each other. */
-		if ((rc = check_doc(txn, d, &e->st)) != KI_OK) {
+		/* Parts of one element can collide only with each other: once
+		 * one is written, the ones after it are checked again. */
+		if (written && (rc = check_doc(txn, d, &e->st)) != KI_OK) {
 			e->failed = 1;
 			return rc == KI_EEXIST ? KI_ECONFLICT : rc;
 		}
 		if (!d->created)
 			continue;
+		written = 1;
 		if ((rc = put_doc(ctx, txn, d)) != KI_OK) {
 			api_status_from_rc(&e->st, rc, "writing to the store");
 			e->failed = 1;
