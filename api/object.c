@@ -746,10 +746,28 @@ api_run_refs_load(store_txn *txn, const uint8_t *refs, size_t nrefs,
 	memset(out, 0, sizeof(*out));
 	if (nrefs != API_NREFS)
 		return;
+	out->loaded = 1;
 	for (int i = 0; i < API_NREFS; i++) {
+		store_obj o;
+		int rc = store_get_by_digest(txn, refs + i * API_DIGEST_LEN, &o);
+
+		if (rc != KI_OK) {
+			if (rc != KI_ENOTFOUND && out->rc == KI_OK)
+				out->rc = rc;
+			continue;
+		}
+		if (o.kind != kinds[i])
+			continue;
+		out->resolved[i] = 1;
+		out->seq[i] = o.seq;
+		if ((out->name[i] = strndup(o.name, o.name_len)) == NULL &&
+		    out->rc == KI_OK)
+			out->rc = KI_ENOMEM;
+		/* The protocol's spec is read by neither labels nor
+		 * plausibility. */
 		if (i != API_REF_PROTOCOL)
-			out->spec[i] = api_ref_spec(txn, refs + i * API_DIGEST_LEN,
-			    kinds[i]);
+			out->spec[i] = api_json_parse_len(o.json + o.spec_off,
+			    o.spec_len);
 	}
 }
 
@@ -759,7 +777,9 @@ api_run_refs_free(api_run_refs *rr)
 	for (int i = 0; i < API_NREFS; i++) {
 		if (rr->spec[i] != NULL)
 			json_object_put(rr->spec[i]);
+		free(rr->name[i]);
 		rr->spec[i] = NULL;
+		rr->name[i] = NULL;
 	}
 }
 
@@ -1166,7 +1186,8 @@ api_new_metadata(struct json_object *doc_meta, double now)
 int
 api_compute_status(store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const struct api_plausibility *pl, double now, ki_buf *out)
+	const api_run_refs *rr, const struct api_plausibility *pl, double now,
+	ki_buf *out)
 {
 	static const char *const parts[API_NREFS] = { "protocol", "workload",
 		"environment", "implementation" };
@@ -1191,7 +1212,19 @@ api_compute_status(store_txn *txn, const api_kind *k,
 	api_format_time(now, out);
 	ki_buf_puts(out, "\",\"message\":");
 	/* Resolve first, to write the condition's message. */
-	for (int i = 0; i < API_NREFS; i++) {
+	if (rr != NULL && rr->loaded) {
+		if (rr->rc != KI_OK)
+			return rr->rc;
+		for (int i = 0; i < API_NREFS; i++) {
+			if (!rr->resolved[i])
+				continue;
+			resolved[i] = 1;
+			names[i] = rr->name[i];
+			name_lens[i] = strlen(rr->name[i]);
+			nresolved++;
+		}
+	}
+	for (int i = 0; (rr == NULL || !rr->loaded) && i < API_NREFS; i++) {
 		store_obj o;
 		int rc = store_get_by_digest(txn, refs + i * API_DIGEST_LEN, &o);
 

@@ -71,11 +71,17 @@ const char *api_json_str_at(struct json_object *o, const char *a,
  * tree the caller puts; else NULL. */
 struct json_object *api_ref_spec(store_txn *txn, const uint8_t *d, int kind);
 
-/* The specs a run's references resolve to, indexed by API_REF_*: trees
- * owned here (api_run_refs_free), NULL where nothing of that kind is stored.
- * Only the workload, implementation and environment are loaded: they are
- * what derived labels and plausibility read. */
+/* What a run's references resolve to, indexed by API_REF_*: for each, an
+ * object of its kind stored under the digest (resolved, with its id and
+ * name) or not, and the specs of the workload, implementation and
+ * environment (what derived labels and plausibility read) as trees. All
+ * owned here (api_run_refs_free). rc is the first error reading the store
+ * (KI_OK when none); loaded is 0 when the run did not have all four. */
 typedef struct api_run_refs {
+	int loaded, rc;
+	int resolved[API_NREFS];
+	uint64_t seq[API_NREFS];
+	char *name[API_NREFS];
 	struct json_object *spec[API_NREFS];
 } api_run_refs;
 
@@ -112,11 +118,12 @@ void api_format_time(double secs, ki_buf *out);
 
 /* Appends the status a stored object of kind k gets: its digest, and for
  * runs each reference resolved or not, the plausibility pl (may be NULL),
- * and conditions DigestsVerified and Plausible. txn resolves the
- * references. */
+ * and conditions DigestsVerified and Plausible. The references resolve
+ * through rr when it was loaded, else through txn. */
 struct api_plausibility;
 int api_compute_status(store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const struct api_plausibility *pl, double now, ki_buf *out);
+	const api_run_refs *rr, const struct api_plausibility *pl, double now,
+	ki_buf *out);
 
 #endif

@@ -262,7 +262,8 @@ static int store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *spec_tree,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
-	struct json_object *extra_status, api_prerender *pre);
+	struct json_object *extra_status, const api_run_refs *given,
+	api_prerender *pre);
 
 /* Renders and stores one object of kind k: meta (borrowed; its
  * resourceVersion is set here, and for runs its derived labels), the
@@ -315,7 +316,7 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *extra_status)
 {
 	return store_object(ctx, txn, k, meta, spec, spec_len, NULL, digest,
-	    refs, nrefs, name, natkey, natkey_len, extra_status, NULL);
+	    refs, nrefs, name, natkey, natkey_len, extra_status, NULL, NULL);
 }
 
 /* api_store_object, where spec_tree (borrowed, may be NULL) is the tree
@@ -330,7 +331,8 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *spec_tree,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
-	struct json_object *extra_status, api_prerender *pre)
+	struct json_object *extra_status, const api_run_refs *given,
+	api_prerender *pre)
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
 	ki_buf metab, status, json, lblob, rvs;
@@ -371,12 +373,15 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 			rc = KI_ESTORE;
 			goto out;
 		}
-		/* Labels and plausibility read the same references: load once. */
-		api_run_refs_load(txn, refs, nrefs, &rr);
-		rc = api_run_derive_labels_from(spec_obj, &rr, labels);
+		/* Labels, plausibility and status read the same references:
+		 * loaded once, here or by the caller. */
+		if (given == NULL)
+			api_run_refs_load(txn, refs, nrefs, &rr);
+		rc = api_run_derive_labels_from(spec_obj, given ? given : &rr,
+		    labels);
 		if (rc != KI_OK)
 			goto out;
-		api_plausibility_eval_from(spec_obj, &rr, &pl);
+		api_plausibility_eval_from(spec_obj, given ? given : &rr, &pl);
 		json_object_object_add(labels, "verdict", json_object_new_string(
 		    !pl.known ? "unknown" : pl.implausible ? "implausible" :
 		    "plausible"));
@@ -390,7 +395,8 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
 		goto out;
 	rc = api_compute_status(txn, k, digest, refs, nrefs,
-	    k->id == API_RUN ? &pl : NULL, ctx->now(), &status);
+	    given ? given : &rr, k->id == API_RUN ? &pl : NULL, ctx->now(),
+	    &status);
 	if (rc == KI_OK)
 		rc = merge_status(&status, extra_status);
 	if (rc != KI_OK)
@@ -727,10 +733,9 @@ out:
 static void
 prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
-	static const int ref_kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
-		API_ENVIRONMENT, API_IMPLEMENTATION };
 	struct json_object *doc_meta = NULL, *meta;
 	api_prerender *p;
+	api_run_refs rr;
 	store_obj o;
 
 	if (d->kind->id == API_VERIFICATION || d->pre != NULL ||
@@ -743,21 +748,28 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 		return;
 	if ((p = calloc(1, sizeof(*p))) == NULL)
 		return;
-	for (size_t i = 0; i < d->nrefs && i < API_NREFS; i++)
-		if (store_get_by_digest(txn, d->refs[i], &o) == KI_OK &&
-		    o.kind == ref_kinds[i])
-			p->ref_ids[i] = o.seq;
+	/* The references are read once: for the ids the write compares
+	 * (what this rendering read) and for the rendering itself. */
+	api_run_refs_load(txn, d->refs[0], d->nrefs, &rr);
+	for (size_t i = 0; rr.loaded && i < API_NREFS; i++)
+		p->ref_ids[i] = rr.resolved[i] ? rr.seq[i] : 0;
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
-	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL ||
-	    store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
+	if (rr.rc != KI_OK ||
+	    (meta = api_new_metadata(doc_meta, ctx->now())) == NULL) {
+		/* The write renders it then. */
+		api_prerender_free(p);
+		api_run_refs_free(&rr);
+		return;
+	}
+	if (store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
 	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, NULL,
-	    p) != KI_OK) {
+	    &rr, p) != KI_OK) {
 		api_prerender_free(p);
 		p = NULL;
 	}
-	if (meta != NULL)
-		json_object_put(meta);
+	json_object_put(meta);
+	api_run_refs_free(&rr);
 	d->pre = p;
 }
 
@@ -786,7 +798,7 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
 	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, extra,
-	    NULL);
+	    NULL, NULL);
 	if (extra != NULL)
 		json_object_put(extra);
 	json_object_put(meta);
