@@ -15,6 +15,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SHARED=${KI_SHARED_DIR:-$HERE/../../shared}
 SEED=$SHARED/seed/embedding-full-huggingface-a100.json
 CONNS=${KI_AB_CONNS:-64}
+THREADS=2
+[ "$CONNS" -ge 2 ] || THREADS=1
 ROUNDS=$1 DUR=$2
 shift 2
 command -v wrk >/dev/null || { echo "ab.sh: wrk is needed (apt-get install wrk)" >&2; exit 1; }
@@ -41,7 +43,7 @@ for r in $(seq "$ROUNDS"); do
 		curl -sSf -o /dev/null -H 'Content-Type: application/json' \
 		    --data-binary @"$SEED" "$U"
 		t0=$(awk '{print $14 + $15}' "/proc/$PID/stat")
-		out=$(wrk -t2 -c"$CONNS" -d"${DUR}s" -s "$HERE/post.lua" "$U" -- \
+		out=$(wrk -t$THREADS -c"$CONNS" -d"${DUR}s" -s "$HERE/post.lua" "$U" -- \
 		    "ab$r$label" "$T/bundle.tpl" 201 | grep KIRESULT)
 		t1=$(awk '{print $14 + $15}' "/proc/$PID/stat")
 		kill "$PID"

@@ -1,7 +1,8 @@
 /* store/wal.h — the store's redo log.
  *
  * A durable write appends one record (the operations of one committed
- * transaction) and syncs it: one sequential write, where committing the
+ * transaction) and syncs it (O_DIRECT | O_DSYNC where the file system
+ * allows, else write + fdatasync): one sequential write, where committing the
  * B-trees themselves syncs every page the transaction touched, scattered
  * over the file. The LMDB file is synced at checkpoints, in the
  * background. A checkpoint's header names the LMDB transaction whose state
