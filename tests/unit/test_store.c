@@ -11,6 +11,7 @@
 
 #include "api/commit.h"
 #include "store/store.h"
+#include "store/wal.h"
 #include "tests/unit/tests.h"
 
 static const store_obj fin = { .json = "{}", .json_len = 2 };
@@ -919,6 +920,113 @@ wl_verify(const char *dir, const uint8_t *want, int token, uint64_t recovered)
 	store_close(s);
 }
 
+/* The log files alone: records of sizes that start and end anywhere in a
+ * 4 KB block (the direct writes' unit), a retracted one (its commit
+ * failed) replaced by another under the same txnid, read back in order
+ * after a reopen; synced appends (direct where the file system allows)
+ * and unsynced ones (through the page cache). */
+typedef struct wl_rec {
+	uint64_t txnid;
+	size_t len;
+	uint8_t fill;
+} wl_rec;
+
+typedef struct wl_seen {
+	wl_rec v[32];
+	size_t n;
+	int bad;
+} wl_seen;
+
+static int
+wl_collect(void *arg, uint64_t txnid, const uint8_t *data, size_t len)
+{
+	wl_seen *s = arg;
+
+	if (s->n == 32)
+		return 1;
+	s->v[s->n].txnid = txnid;
+	s->v[s->n].len = len;
+	s->v[s->n].fill = len ? data[0] : 0;
+	for (size_t i = 0; i < len; i++)
+		s->bad |= data[i] != (uint8_t)(data[0] + i % 7);
+	s->n++;
+	return 0;
+}
+
+static void
+test_redo_log_files(void)
+{
+	static const size_t sizes[] = { 1, 100, 4072, 5000, 3, 8192, 0, 70000,
+		4096 - 24 - 3, 24, 12000 };
+	const size_t n = sizeof(sizes) / sizeof(sizes[0]);
+
+	for (int nosync = 0; nosync <= 1; nosync++) {
+		char *dir = tests_tmpdir();
+		wl_rec want[32];
+		wl_seen seen;
+		uint8_t *buf = malloc(70000);
+		size_t nw = 0;
+		uint64_t txnid = 1;
+		wal *w;
+		int owner;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		CU_ASSERT_EQUAL_FATAL(wal_open(&w, dir, &owner), KI_OK);
+		CU_ASSERT_EQUAL(owner, 1);
+		for (size_t i = 0; i < n; i++, txnid++) {
+			uint8_t fill = (uint8_t)(17 * i + 1);
+
+			for (size_t b = 0; b < sizes[i]; b++)
+				buf[b] = (uint8_t)(fill + b % 7);
+			CU_ASSERT_EQUAL_FATAL(wal_append(w, txnid, buf, sizes[i],
+			    nosync), KI_OK);
+			if (i % 4 == 2) {
+				/* Its commit failed: gone, and the next record
+				 * takes its txnid. */
+				CU_ASSERT_EQUAL_FATAL(wal_retract(w, nosync), KI_OK);
+				fill = (uint8_t)(fill + 100);
+				for (size_t b = 0; b < sizes[i] / 2; b++)
+					buf[b] = (uint8_t)(fill + b % 7);
+				CU_ASSERT_EQUAL_FATAL(wal_append(w, txnid, buf,
+				    sizes[i] / 2, nosync), KI_OK);
+				want[nw++] = (wl_rec){ txnid, sizes[i] / 2,
+					sizes[i] / 2 ? fill : 0 };
+				continue;
+			}
+			want[nw++] = (wl_rec){ txnid, sizes[i], sizes[i] ? fill : 0 };
+		}
+		/* A last one whose commit failed, and no write after it: its
+		 * fields were cleared on disk. */
+		memset(buf, 0xab, 300);
+		CU_ASSERT_EQUAL_FATAL(wal_append(w, txnid, buf, 300, nosync),
+		    KI_OK);
+		CU_ASSERT_EQUAL_FATAL(wal_retract(w, nosync), KI_OK);
+		{
+			uint64_t used = 0;
+
+			for (size_t i = 0; i < nw; i++)
+				used += 24 + want[i].len;
+			CU_ASSERT_EQUAL(wal_used(w), used);
+		}
+		wal_close(w);
+		CU_ASSERT_EQUAL_FATAL(wal_open(&w, dir, &owner), KI_OK);
+		memset(&seen, 0, sizeof(seen));
+		CU_ASSERT_EQUAL(wal_each(w, 0, 0, wl_collect, &seen), KI_OK);
+		CU_ASSERT_EQUAL(seen.bad, 0);
+		CU_ASSERT_EQUAL(seen.n, nw);
+		for (size_t i = 0; i < nw && i < seen.n; i++) {
+			CU_ASSERT_EQUAL(seen.v[i].txnid, want[i].txnid);
+			CU_ASSERT_EQUAL(seen.v[i].len, want[i].len);
+			CU_ASSERT_EQUAL(seen.v[i].fill, want[i].fill);
+		}
+		wal_close(w);
+		free(buf);
+		tests_rmdir(dir);
+		free(dir);
+	}
+}
+
 static void
 test_redo_log_recovery(void)
 {
@@ -927,7 +1035,7 @@ test_redo_log_recovery(void)
 	store *s;
 	store_txn *t;
 	uint8_t want[WL_N], *early = NULL, *snap = NULL, *cur = NULL,
-	    *wal[3] = { NULL, NULL, NULL }, *m;
+	    *logd[3] = { NULL, NULL, NULL }, *m;
 	size_t early_len, snap_len, cur_len, wal_len[3];
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
 	int next = 0;
@@ -990,7 +1098,7 @@ test_redo_log_recovery(void)
 	store_crash(s);
 	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &cur, &cur_len), 0);
 	for (int f = 0; f < 3; f++)
-		CU_ASSERT_EQUAL_FATAL(slurp(log[f], &wal[f], &wal_len[f]), 0);
+		CU_ASSERT_EQUAL_FATAL(slurp(log[f], &logd[f], &wal_len[f]), 0);
 	CU_ASSERT_FATAL(cur_len % ps == 0 && snap_len % ps == 0);
 	m = malloc(cur_len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
@@ -1020,7 +1128,7 @@ test_redo_log_recovery(void)
 		CU_ASSERT(changed > 0);
 		CU_ASSERT_EQUAL_FATAL(spit(mdb, m, cur_len), 0);
 		for (int f = 0; f < 3; f++)
-			CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[f], wal_len[f]), 0);
+			CU_ASSERT_EQUAL_FATAL(spit(log[f], logd[f], wal_len[f]), 0);
 		wl_verify(dir, want, 1, 41);
 	}
 
@@ -1039,18 +1147,18 @@ test_redo_log_recovery(void)
 		while (end + 24 <= wal_len[last]) {
 			uint32_t magic, len;
 
-			memcpy(&magic, wal[last] + end, 4);
-			memcpy(&len, wal[last] + end + 4, 4);
+			memcpy(&magic, logd[last] + end, 4);
+			memcpy(&len, logd[last] + end + 4, 4);
 			if (magic != 0x5257494bu || end + 24 + len > wal_len[last])
 				break;
 			end += 24 + len;
 		}
 		CU_ASSERT_FATAL(end > 69632);
-		CU_ASSERT_EQUAL_FATAL(spit(log[last], wal[last], end - 7), 0);
-		CU_ASSERT_EQUAL_FATAL(spit(log[last ^ 1], wal[last ^ 1],
+		CU_ASSERT_EQUAL_FATAL(spit(log[last], logd[last], end - 7), 0);
+		CU_ASSERT_EQUAL_FATAL(spit(log[last ^ 1], logd[last ^ 1],
 		    wal_len[last ^ 1]), 0);
 	}
-	CU_ASSERT_EQUAL_FATAL(spit(log[2], wal[2], wal_len[2]), 0);
+	CU_ASSERT_EQUAL_FATAL(spit(log[2], logd[2], wal_len[2]), 0);
 	want[WL_N - 1] = 0;
 	wl_verify(dir, want, 1, 40);
 	/* Reopened after a clean close: nothing to apply. */
@@ -1064,9 +1172,9 @@ test_redo_log_recovery(void)
 		int last = wal_len[1] > wal_len[0];
 
 		for (int f = 0; f < 2; f++)
-			CU_ASSERT_EQUAL_FATAL(spit(log[f], wal[last],
+			CU_ASSERT_EQUAL_FATAL(spit(log[f], logd[last],
 			    wal_len[last]), 0);
-		CU_ASSERT_EQUAL_FATAL(spit(log[2], wal[2], wal_len[2]), 0);
+		CU_ASSERT_EQUAL_FATAL(spit(log[2], logd[2], wal_len[2]), 0);
 	}
 	for (int i = 0; i < WL_N; i++)
 		want[i] = i < 10 ? (uint8_t)(i % 250 + 1) : 0;
@@ -1085,7 +1193,7 @@ test_redo_log_recovery(void)
 	free(snap);
 	free(cur);
 	for (int f = 0; f < 3; f++)
-		free(wal[f]);
+		free(logd[f]);
 	tests_rmdir(dir);
 	free(dir);
 }
@@ -1117,6 +1225,8 @@ test_store_register(void)
 	        "dropped alone", test_group_commit_rerun) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
 	        NULL ||
+	    CU_add_test(s, "redo log files: records across block edges, a "
+	        "retracted one, read back", test_redo_log_files) == NULL ||
 	    CU_add_test(s, "redo log: recovery from a power failure's leftovers, "
 	        "a torn record, an older file", test_redo_log_recovery) == NULL)
 		return -1;
