@@ -496,7 +496,7 @@ static void
 walk_object(struct json_object *v, const api_field *fields, ki_buf *path,
 	api_status *st, api_unknown *unk)
 {
-	size_t base = path->len;
+	size_t base = path->len, found = 0;
 	const char *drop[64];
 	size_t ndrop = 0;
 
@@ -510,19 +510,24 @@ walk_object(struct json_object *v, const api_field *fields, ki_buf *path,
 			if (f->flags & API_F_REQUIRED)
 				api_status_cause(st, "FieldValueRequired",
 				    path->data, "Required value");
-		} else if (m == NULL) {
-			if (f->flags & API_F_REQUIRED)
+		} else {
+			found++;
+			if (m == NULL && (f->flags & API_F_REQUIRED))
 				api_status_cause(st, "FieldValueRequired",
 				    path->data, "Required value: must not be null");
-			else
+			else if (m == NULL)
 				invalid(st, path->data, m, "must not be null");
-		} else {
-			walk(m, f, path, st, unk);
+			else
+				walk(m, f, path, st, unk);
 		}
 		path->len = base;
 		if (path->data)
 			path->data[base] = '\0';
 	}
+	/* Keys are distinct: when every member was a field, none is
+	 * unknown. */
+	if (found == (size_t)json_object_object_length(v))
+		return;
 	json_object_object_foreach(v, key, val) {
 		const api_field *f;
 
@@ -584,7 +589,8 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 				    "Too many: must have at most %zu entries", max);
 				break;
 			}
-			ki_buf_printf(path, ".%s", key);
+			ki_buf_putc(path, '.');
+			ki_buf_puts(path, key);
 			if (*key == '\0' || strlen(key) > 256)
 				api_status_cause(st, "FieldValueInvalid", path->data,
 				    "Invalid key: must be 1 to 256 characters");

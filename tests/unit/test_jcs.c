@@ -347,6 +347,39 @@ test_serialize_structure(void)
 	expect_canon(" 12 ", "12");
 }
 
+/* String escaping looks at eight bytes at a time: every byte that needs a
+ * look ('"', '\\', a control character, a UTF-8 lead), at every offset of
+ * strings around a word's length, escapes as byte by byte. */
+static void
+test_string_escapes_at_every_offset(void)
+{
+	static const char *const odd[] = { "\"", "\\", "\n", "\x01",
+		"\x1f", "\x7f", "\xc3\xa9", "\xe2\x80\xa8", "\xff" };
+	static const char *const want[] = { "\\\"", "\\\\", "\\n",
+		"\\u0001", "\\u001f", "\x7f", "\xc3\xa9", "\xe2\x80\xa8",
+		"\xef\xbf\xbd" };
+
+	for (size_t k = 0; k < sizeof(odd) / sizeof(odd[0]); k++) {
+		for (size_t len = 0; len < 20; len++) {
+			for (size_t at = 0; at <= len; at++) {
+				char in[64], exp[64];
+				ki_buf b;
+
+				memset(in, 'a', len);
+				memcpy(in + at, odd[k], strlen(odd[k]));
+				memset(in + at + strlen(odd[k]), 'b', len - at);
+				snprintf(exp, sizeof(exp), "\"%.*s%s%.*s\"", (int)at, in,
+				    want[k], (int)(len - at), in + at + strlen(odd[k]));
+				ki_buf_init(&b);
+				CU_ASSERT_EQUAL(ki_buf_json_string(&b, in,
+				    len + strlen(odd[k])), KI_OK);
+				CU_ASSERT_STRING_EQUAL(b.data, exp);
+				ki_buf_free(&b);
+			}
+		}
+	}
+}
+
 /* The seed carries the digests of its protocol and environment. */
 static void
 test_digest_seed(void)
@@ -934,6 +967,8 @@ test_jcs_register(void)
 		{ "serialize numbers", test_serialize_numbers },
 		{ "serialize non-finite", test_serialize_nonfinite },
 		{ "serialize structure and key order", test_serialize_structure },
+		{ "string escapes at every offset",
+		    test_string_escapes_at_every_offset },
 		{ "digest of the seed", test_digest_seed },
 		{ "digest members", test_digest_members },
 		{ "sha256", test_sha256 },
