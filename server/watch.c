@@ -824,6 +824,17 @@ hub_refresh(watch_hub *h, uint64_t notified)
 	uint64_t upto = 0;
 	int rc = KI_EIO, reset;
 
+	pthread_mutex_lock(&h->mu);
+	if (h->count == 0) {
+		/* No one watches: nothing to copy. A watcher that comes later
+		 * from an earlier rv reads what it missed from the store, as one
+		 * behind a trimmed ring does. */
+		if (notified > h->covered_rv)
+			ring_reset(h, notified);
+		pthread_mutex_unlock(&h->mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&h->mu);
 	if (store_begin(h->api->st, 0, &t) == KI_OK) {
 		rc = store_events_since(t, from, copy_event, &f);
 		upto = store_rv(t);
