@@ -1367,6 +1367,7 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 	    NULL;
 	ki_buf fb;
 	MDB_val k, v;
+	MDB_cursor *fc = NULL;
 	int rc;
 
 	put_be64(ib, o->seq);
@@ -1402,17 +1403,24 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		p = fb.data;
 		end = fb.data ? fb.data + fb.len : NULL;
 	}
+	/* A count is read and written at one cursor position: one descent
+	 * of the table, not two. */
+	if (p != NULL && p < end &&
+	    (rc = mdb_cursor_open(t->txn, t->s->facet, &fc)) != 0)
+		goto fail;
 	while (p != NULL && p < end) {
 		size_t flen = strnlen(p, (size_t)(end - p));
 		uint64_t count = 0;
+		int found;
 
 		if (flen == 0 || flen > STORE_MAX_NATKEY) {
 			p += flen + 1;
 			continue;
 		}
 		k = kind_key(kb, o->kind, p, flen);
-		rc = mdb_get(t->txn, t->s->facet, &k, &v);
-		if (rc == 0 && v.mv_size == 8)
+		rc = mdb_cursor_get(fc, &k, &v, MDB_SET_KEY);
+		found = rc == 0;
+		if (found && v.mv_size == 8)
 			count = get_be64(v.mv_data);
 		else if (rc != 0 && rc != MDB_NOTFOUND)
 			goto fail;
@@ -1420,15 +1428,14 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 			count++;
 		else if (count > 0)
 			count--;
-		if (count == 0) {
-			rc = mdb_del(t->txn, t->s->facet, &k, NULL);
-		} else {
-			put_be64(cb, count);
-			v.mv_size = 8;
-			v.mv_data = cb;
-			rc = mdb_put(t->txn, t->s->facet, &k, &v, 0);
-		}
-		if (rc != 0 && rc != MDB_NOTFOUND)
+		put_be64(cb, count);
+		v.mv_size = 8;
+		v.mv_data = cb;
+		if (count == 0)
+			rc = found ? mdb_cursor_del(fc, 0) : 0;
+		else
+			rc = mdb_cursor_put(fc, &k, &v, found ? MDB_CURRENT : 0);
+		if (rc != 0)
 			goto fail;
 		p += flen + 1;
 	}
@@ -1437,6 +1444,8 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 fail:
 	rc = map_rc(rc);
 out:
+	if (fc != NULL)
+		mdb_cursor_close(fc);
 	ki_buf_free(&fb);
 	return rc;
 }
