@@ -331,6 +331,8 @@ direct_write(wal *w, const uint8_t *fields, const void *data, size_t n)
 
 		if (k < 0 && errno == EINTR)
 			continue;
+		if (k < 0 && errno == EINVAL && done == 0)
+			return KI_EINVAL;   /* the device wants other alignment */
 		if (k <= 0 || (k & (BLOCK - 1)) != 0)
 			return KI_EIO;
 		done += (size_t)k;
@@ -366,15 +368,24 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 		put32(f + 4, (uint32_t)len);
 		put64(f + 8, txnid);
 		put32(f + 16, sum(f, sizeof(f), 16, data, len));
-		if ((rc = direct_write(w, f, data, len)) != KI_OK) {
+		rc = direct_write(w, f, data, len);
+		if (rc == KI_OK) {
+			direct_advance(w, REC_FIELDS + len);
+			return KI_OK;
+		}
+		if (rc != KI_EINVAL) {
 			/* It may be on the device in part, or whole: clear its
 			 * fields (best effort; the next append overwrites it
 			 * anyway). */
 			(void)direct_write(w, NULL, NULL, REC_FIELDS);
 			return rc;
 		}
-		direct_advance(w, REC_FIELDS + len);
-		return KI_OK;
+		/* Refused before anything was written: from now on appends go
+		 * through the page cache, after the bytes written so far. */
+		for (int i = 0; i < 2; i++) {
+			close(w->dfd[i]);
+			w->dfd[i] = -1;
+		}
 	}
 	if ((rc = write_rec(w->fd[w->cur], w->off, txnid, data, len)) != KI_OK)
 		return rc;
