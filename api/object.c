@@ -1251,21 +1251,13 @@ api_new_metadata(struct json_object *doc_meta, double now)
 }
 
 int
-api_compute_status(store_txn *txn, const api_kind *k,
-	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const api_run_refs *rr, const struct api_plausibility *pl, double now,
-	ki_buf *out)
+api_compute_status(const api_kind *k, const uint8_t digest[API_DIGEST_LEN],
+	const uint8_t *refs, size_t nrefs, const api_run_refs *rr,
+	const struct api_plausibility *pl, double now, ki_buf *out)
 {
 	static const char *const parts[API_NREFS] = { "protocol", "workload",
 		"environment", "implementation" };
-	static const int kinds[API_NREFS] = { API_PROTOCOL, API_WORKLOAD,
-		API_ENVIRONMENT, API_IMPLEMENTATION };
 	char ds[API_DIGEST_STRLEN + 1];
-	/* Names borrowed from the map: nothing is written before they are
-	 * copied out below. */
-	const char *names[API_NREFS] = { NULL };
-	size_t name_lens[API_NREFS] = { 0 };
-	int resolved[API_NREFS] = { 0 };
 	int nresolved = 0;
 
 	api_digest_format(digest, ds);
@@ -1275,35 +1267,15 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		ki_buf_append(out, "\"}", 2);
 		return out->oom ? KI_ENOMEM : KI_OK;
 	}
+	if (rr == NULL || !rr->loaded)
+		return KI_EINVAL;
+	if (rr->rc != KI_OK)
+		return rr->rc;
+	for (int i = 0; i < API_NREFS; i++)
+		nresolved += rr->resolved[i];
 	ki_buf_puts(out, "{\"conditions\":[{\"lastTransitionTime\":\"");
 	api_format_time(now, out);
 	ki_buf_puts(out, "\",\"message\":");
-	/* Resolve first, to write the condition's message. */
-	if (rr != NULL && rr->loaded) {
-		if (rr->rc != KI_OK)
-			return rr->rc;
-		for (int i = 0; i < API_NREFS; i++) {
-			if (!rr->resolved[i])
-				continue;
-			resolved[i] = 1;
-			names[i] = rr->name[i];
-			name_lens[i] = strlen(rr->name[i]);
-			nresolved++;
-		}
-	}
-	for (int i = 0; (rr == NULL || !rr->loaded) && i < API_NREFS; i++) {
-		store_obj o;
-		int rc = store_get_by_digest(txn, refs + i * API_DIGEST_LEN, &o);
-
-		if (rc == KI_OK && o.kind == kinds[i]) {
-			resolved[i] = 1;
-			names[i] = o.name;
-			name_lens[i] = o.name_len;
-			nresolved++;
-		} else if (rc != KI_OK && rc != KI_ENOTFOUND) {
-			return rc;
-		}
-	}
 	if (nresolved == API_NREFS) {
 		ki_buf_puts(out, "\"every reference resolved and its content "
 		    "matched its digest\",\"reason\":\"AllReferencesVerified\","
@@ -1313,7 +1285,7 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		ki_buf_puts(out, "\"no object with the referenced digest is stored "
 		    "yet for: ");
 		for (int i = 0, first = 1; i < API_NREFS; i++) {
-			if (resolved[i])
+			if (rr->resolved[i])
 				continue;
 			if (!first)
 				ki_buf_append(out, ", ", 2);
@@ -1355,9 +1327,9 @@ api_compute_status(store_txn *txn, const api_kind *k,
 		ki_buf_puts(out, "\":{\"digest\":\"");
 		ki_buf_append(out, rs, API_DIGEST_STRLEN);
 		ki_buf_putc(out, '"');
-		if (resolved[j]) {
+		if (rr->resolved[j]) {
 			ki_buf_puts(out, ",\"name\":");
-			ki_buf_json_string(out, names[j], name_lens[j]);
+			ki_buf_json_string(out, rr->name[j], strlen(rr->name[j]));
 			ki_buf_puts(out, ",\"resolved\":true}");
 		} else {
 			ki_buf_puts(out, ",\"resolved\":false}");

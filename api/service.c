@@ -338,6 +338,7 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	ki_buf metab, status, json, lblob, rvs;
 	api_plausibility pl;
 	api_run_refs rr;
+	const api_run_refs *ref_view = &rr;  /* rr, or the caller's */
 	store_obj o;
 	int rc;
 
@@ -377,11 +378,12 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 		 * loaded once, here or by the caller. */
 		if (given == NULL)
 			api_run_refs_load(txn, refs, nrefs, &rr);
-		rc = api_run_derive_labels_from(spec_obj, given ? given : &rr,
-		    labels);
+		else
+			ref_view = given;
+		rc = api_run_derive_labels_from(spec_obj, ref_view, labels);
 		if (rc != KI_OK)
 			goto out;
-		api_plausibility_eval_from(spec_obj, given ? given : &rr, &pl);
+		api_plausibility_eval_from(spec_obj, ref_view, &pl);
 		json_object_object_add(labels, "verdict", json_object_new_string(
 		    !pl.known ? "unknown" : pl.implausible ? "implausible" :
 		    "plausible"));
@@ -394,9 +396,8 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	 * (api_store_facets, given at store_open). */
 	if ((rc = api_jcs_serialize(meta, &metab)) != KI_OK)
 		goto out;
-	rc = api_compute_status(txn, k, digest, refs, nrefs,
-	    given ? given : &rr, k->id == API_RUN ? &pl : NULL, ctx->now(),
-	    &status);
+	rc = api_compute_status(k, digest, refs, nrefs, ref_view,
+	    k->id == API_RUN ? &pl : NULL, ctx->now(), &status);
 	if (rc == KI_OK)
 		rc = merge_status(&status, extra_status);
 	if (rc != KI_OK)

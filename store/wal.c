@@ -44,6 +44,17 @@ struct wal {
 	uint8_t last_tail[BLOCK]; /* last's block up to last */
 };
 
+/* Appends go through the page cache from now on. */
+static void
+direct_off(wal *w)
+{
+	for (int i = 0; i < 2; i++) {
+		if (w->dfd[i] >= 0)
+			close(w->dfd[i]);
+		w->dfd[i] = -1;
+	}
+}
+
 static int
 open_in(const char *dir, const char *name, int flags)
 {
@@ -72,12 +83,8 @@ wal_open(wal **out, const char *dir, int *owner)
 	 * are then written and synced through the page cache. */
 	w->dfd[0] = open_in(dir, "redo.0", O_DIRECT | O_DSYNC);
 	w->dfd[1] = open_in(dir, "redo.1", O_DIRECT | O_DSYNC);
-	if (w->dfd[0] < 0 || w->dfd[1] < 0) {
-		for (int i = 0; i < 2; i++)
-			if (w->dfd[i] >= 0)
-				close(w->dfd[i]);
-		w->dfd[0] = w->dfd[1] = -1;
-	}
+	if (w->dfd[0] < 0 || w->dfd[1] < 0)
+		direct_off(w);
 	if (flock(w->fd[0], LOCK_EX | LOCK_NB) == 0)
 		*owner = 1;
 	else if (errno != EWOULDBLOCK)
@@ -95,12 +102,10 @@ wal_close(wal *w)
 {
 	if (w == NULL)
 		return;
-	for (int i = 0; i < 2; i++) {
-		if (w->dfd[i] >= 0)
-			close(w->dfd[i]);
+	direct_off(w);
+	for (int i = 0; i < 2; i++)
 		if (w->fd[i] >= 0)
 			close(w->fd[i]);   /* redo.0's drops the lock */
-	}
 	free(w->buf);
 	if (w->side >= 0)
 		close(w->side);
@@ -267,20 +272,31 @@ wal_head_write(wal *w, int file, const wal_head *h, int nosync)
 }
 
 /* Writes one record at off: fields and payload in one call. */
+/* Fills a record's fields for its payload data. */
+static int
+rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, const void *data,
+	size_t len)
+{
+	if (len > UINT32_MAX)
+		return KI_ELIMIT;
+	memset(f, 0, REC_FIELDS);
+	put32(f, REC_MAGIC);
+	put32(f + 4, (uint32_t)len);
+	put64(f + 8, txnid);
+	put32(f + 16, sum(f, REC_FIELDS, 16, data, len));
+	return KI_OK;
+}
+
 static int
 write_rec(int fd, uint64_t off, uint64_t txnid, const void *data, size_t len)
 {
 	uint8_t f[REC_FIELDS];
 	struct iovec iov[2];
 	ssize_t n;
+	int rc;
 
-	if (len > UINT32_MAX)
-		return KI_ELIMIT;
-	memset(f, 0, sizeof(f));
-	put32(f, REC_MAGIC);
-	put32(f + 4, (uint32_t)len);
-	put64(f + 8, txnid);
-	put32(f + 16, sum(f, sizeof(f), 16, data, len));
+	if ((rc = rec_fields(f, txnid, data, len)) != KI_OK)
+		return rc;
 	iov[0].iov_base = f;
 	iov[0].iov_len = sizeof(f);
 	iov[1].iov_base = (void *)(uintptr_t)data;
@@ -361,13 +377,8 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 	int rc;
 
 	if (!nosync && w->dfd[w->cur] >= 0) {
-		if (len > UINT32_MAX)
-			return KI_ELIMIT;
-		memset(f, 0, sizeof(f));
-		put32(f, REC_MAGIC);
-		put32(f + 4, (uint32_t)len);
-		put64(f + 8, txnid);
-		put32(f + 16, sum(f, sizeof(f), 16, data, len));
+		if ((rc = rec_fields(f, txnid, data, len)) != KI_OK)
+			return rc;
 		rc = direct_write(w, f, data, len);
 		if (rc == KI_OK) {
 			direct_advance(w, REC_FIELDS + len);
@@ -382,10 +393,7 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 		}
 		/* Refused before anything was written: from now on appends go
 		 * through the page cache, after the bytes written so far. */
-		for (int i = 0; i < 2; i++) {
-			close(w->dfd[i]);
-			w->dfd[i] = -1;
-		}
+		direct_off(w);
 	}
 	if ((rc = write_rec(w->fd[w->cur], w->off, txnid, data, len)) != KI_OK)
 		return rc;
