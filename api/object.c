@@ -35,8 +35,18 @@ api_doc_free(api_doc *d)
 		json_object_put(d->obj);
 	ki_buf_free(&d->canon);
 	ki_buf_free(&d->natkey);
+	ki_buf_free(&d->raw);
+	free(d->own_name);
 	free(d->stored_name);
 	memset(d, 0, sizeof(*d));
+}
+
+struct json_object *
+api_doc_obj(api_doc *d)
+{
+	if (d->obj == NULL && d->raw.len > 0)
+		d->obj = api_json_parse_len(d->raw.data, d->raw.len);
+	return d->obj;
 }
 
 /* Checks what json-c 0.16 lets through: UTF-8 must be well formed (RFC

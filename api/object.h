@@ -32,7 +32,9 @@ typedef struct api_prerender {
 typedef struct api_doc {
 	const api_kind *kind;
 	struct json_object *obj;     /* owned */
-	const char *name;            /* borrowed from obj */
+	const char *name;            /* borrowed from obj, or own_name */
+	char *own_name;              /* a remembered part's (api/parts.h) */
+	ki_buf raw;                  /* its bytes: obj is parsed when needed */
 	char path[48];               /* "", "run", "items[3]": cause prefix */
 	uint8_t digest[API_DIGEST_LEN];
 	char digest_str[API_DIGEST_STRLEN + 1];
@@ -52,6 +54,10 @@ typedef struct api_doc {
 void api_prerender_free(api_prerender *p);
 
 void api_doc_free(api_doc *d);
+
+/* d's tree: obj, parsed from raw first when d is a remembered part (NULL
+ * when out of memory); borrowed. */
+struct json_object *api_doc_obj(api_doc *d);
 
 /* Parses JSON text under the limits: strict grammar, valid UTF-8, depth at
  * most max_depth, no duplicate keys. On failure fills st (400) and returns

@@ -16,6 +16,7 @@
 #include "api/commit.h"
 #include "api/labels.h"
 #include "api/object.h"
+#include "api/parts.h"
 #include "api/plausible.h"
 #include "api/table.h"
 
@@ -145,14 +146,89 @@ is_bundle(struct json_object *v)
 	return 0;
 }
 
+/* A bundle's parts in the order they are written (references first). */
+static const char *const part_order[] = { "protocol", "environment",
+	"workload", "implementation", "run" };
+#define NPART (sizeof(part_order) / sizeof(part_order[0]))
+
+/* A bundle's parts found remembered (hit: prepared, taken out of the body
+ * before parsing), and the bytes of the others (to remember them once
+ * prepared). */
+typedef struct remembered {
+	api_doc hit[NPART];
+	const char *val[NPART];
+	size_t len[NPART];
+} remembered;
+
+static void
+remembered_free(remembered *rem)
+{
+	for (size_t i = 0; i < NPART; i++)
+		api_doc_free(&rem->hit[i]);
+}
+
+/* When body is a bundle, looks up its parts but the run (api/parts.h);
+ * with a hit, returns 1 and the body without the parts found in *rest. */
+static int
+remember_parts(const char *body, size_t len, int max_depth,
+	remembered *rem, ki_buf *rest)
+{
+	api_member m[API_MAX_MEMBERS];
+	size_t n, hits = 0;
+	int run = 0, first = 1;
+
+	memset(rem, 0, sizeof(*rem));
+	if (api_members(body, len, max_depth, m, &n) != 0)
+		return 0;
+	for (size_t j = 0; j < n; j++)
+		run |= m[j].key_len == 3 && memcmp(m[j].key, "run", 3) == 0;
+	if (!run)
+		return 0;
+	for (size_t j = 0; j < n; j++) {
+		for (size_t i = 0; i + 1 < NPART; i++) {
+			if (strlen(part_order[i]) != m[j].key_len ||
+			    memcmp(m[j].key, part_order[i], m[j].key_len) != 0)
+				continue;
+			if (api_part_get(part_order[i], m[j].val, m[j].val_len,
+			    part_order[i], &rem->hit[i])) {
+				hits++;
+				m[j].key = NULL;   /* not parsed */
+			} else {
+				rem->val[i] = m[j].val;
+				rem->len[i] = m[j].val_len;
+			}
+			break;
+		}
+	}
+	if (hits == 0)
+		return 0;
+	ki_buf_putc(rest, '{');
+	for (size_t j = 0; j < n; j++) {
+		if (m[j].key == NULL)
+			continue;
+		if (!first)
+			ki_buf_putc(rest, ',');
+		first = 0;
+		ki_buf_append(rest, m[j].start,
+		    (size_t)(m[j].val + m[j].val_len - m[j].start));
+	}
+	ki_buf_putc(rest, '}');
+	if (rest->oom) {
+		remembered_free(rem);
+		memset(rem, 0, sizeof(*rem));
+		return 0;
+	}
+	return 1;
+}
+
 /* Turns one JSON value (consumed) into e's documents: a bundle, or one
- * object (of kind expect, when non-NULL). prefix prefixes every cause. */
+ * object (of kind expect, when non-NULL). prefix prefixes every cause.
+ * rem (may be NULL): the bundle's parts taken from memory, and the bytes
+ * of the others. */
 static void
 prepare_element(element *e, struct json_object *v, const char *prefix,
-	const api_kind *expect, int allow_bundle)
+	const api_kind *expect, int allow_bundle, remembered *rem)
 {
-	static const char *const order[] = { "protocol", "environment",
-		"workload", "implementation", "run" };
 	api_doc *run = NULL;
 	char p[64];
 
@@ -171,16 +247,27 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 			    "environment, workload and implementation");
 		}
 	}
-	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+	for (size_t i = 0; i < NPART; i++) {
 		struct json_object *part;
-		const api_kind *k = api_kind_by_part(order[i]);
+		const api_kind *k = api_kind_by_part(part_order[i]);
+		size_t causes = e->st.ncauses, unknown = e->unk.n;
 
-		if (!json_object_object_get_ex(v, order[i], &part))
+		if (rem != NULL && rem->hit[i].kind != NULL) {
+			e->docs[e->ndocs++] = rem->hit[i];
+			memset(&rem->hit[i], 0, sizeof(rem->hit[i]));
+			continue;
+		}
+		if (!json_object_object_get_ex(v, part_order[i], &part))
 			continue;
 		snprintf(p, sizeof(p), "%s%s%s", prefix, *prefix ? "." : "",
-		    order[i]);
+		    part_order[i]);
 		api_doc_prepare(&e->docs[e->ndocs], json_object_get(part), p, k,
 		    &e->st, &e->unk);
+		if (rem != NULL && rem->val[i] != NULL && e->st.code == 0 &&
+		    e->st.ncauses == causes && e->unk.n == unknown &&
+		    e->docs[e->ndocs].kind == k)
+			api_part_put(part_order[i], rem->val[i], rem->len[i],
+			    &e->docs[e->ndocs]);
 		if (k->id == API_RUN)
 			run = &e->docs[e->ndocs];
 		e->ndocs++;
@@ -754,8 +841,8 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	api_run_refs_load(txn, d->refs[0], d->nrefs, &rr);
 	for (size_t i = 0; rr.loaded && i < API_NREFS; i++)
 		p->ref_ids[i] = rr.resolved[i] ? rr.seq[i] : 0;
-	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
-	if (rr.rc != KI_OK ||
+	json_object_object_get_ex(api_doc_obj(d), "metadata", &doc_meta);
+	if (d->obj == NULL || rr.rc != KI_OK ||
 	    (meta = api_new_metadata(doc_meta, ctx->now())) == NULL) {
 		/* The write renders it then. */
 		api_prerender_free(p);
@@ -787,6 +874,8 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 			return rc;
 		goto stored;
 	}
+	if (api_doc_obj(d) == NULL)
+		return KI_ENOMEM;
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
 	if ((meta = api_new_metadata(doc_meta, ctx->now())) == NULL)
 		return KI_ENOMEM;
@@ -1017,18 +1106,23 @@ add_line(api_ctx *ctx, upload *u, const char *p, size_t n, long line)
 		e->failed = 1;
 		return KI_OK;
 	}
-	prepare_element(e, v, prefix, NULL, 1);
+	prepare_element(e, v, prefix, NULL, 1, NULL);
 	return KI_OK;
 }
+
+static int upload_root(api_ctx *ctx, const api_kind *coll,
+	struct json_object *root, upload *u, int *bulk, api_status *st,
+	remembered *rem);
 
 /* Splits the body into elements. Returns 0, or a failure on st. */
 static int
 parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	int ndjson, upload *u, int *bulk, api_status *st)
 {
-	struct json_object *root = NULL, *items;
-	element *e;
-	char prefix[32];
+	struct json_object *root = NULL;
+	remembered rem;
+	ki_buf rest;
+	int rc;
 
 	*bulk = ndjson;
 	if (ndjson) {
@@ -1057,8 +1151,39 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		}
 		return KI_OK;
 	}
-	if (api_json_parse(body, len, ctx->lim->max_depth, &root, st) != KI_OK)
+	/* A bundle's remembered parts are not parsed again. */
+	ki_buf_init(&rest);
+	memset(&rem, 0, sizeof(rem));
+	if (coll->id == API_RUN && remember_parts(body, len,
+	    ctx->lim->max_depth, &rem, &rest) &&
+	    api_json_parse(rest.data, rest.len, ctx->lim->max_depth, &root,
+	    st) != KI_OK) {
+		/* What is wrong is told about the body as sent. */
+		api_status_free(st);
+		api_status_init(st);
+		remembered_free(&rem);
+		memset(&rem, 0, sizeof(rem));
+		root = NULL;
+	}
+	ki_buf_free(&rest);
+	if (root == NULL &&
+	    api_json_parse(body, len, ctx->lim->max_depth, &root, st) != KI_OK)
 		return KI_EINVAL;
+	rc = upload_root(ctx, coll, root, u, bulk, st, &rem);
+	remembered_free(&rem);   /* what prepare_element did not take */
+	return rc;
+}
+
+/* parse_upload's second half: the elements of the parsed body root
+ * (consumed). */
+static int
+upload_root(api_ctx *ctx, const api_kind *coll, struct json_object *root,
+	upload *u, int *bulk, api_status *st, remembered *rem)
+{
+	struct json_object *items;
+	element *e;
+	char prefix[32];
+
 	if (!json_object_is_type(root, json_type_object)) {
 		json_object_put(root);
 		api_status_fail(st, 400, "BadRequest", "the body must be a JSON "
@@ -1100,7 +1225,8 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 				e->index = (long)i;
 				snprintf(prefix, sizeof(prefix), "items[%zu]", i);
 				prepare_element(e, json_object_get(
-				    json_object_array_get_idx(items, i)), prefix, NULL, 1);
+				    json_object_array_get_idx(items, i)), prefix, NULL, 1,
+				    NULL);
 			}
 			json_object_put(root);
 			return KI_OK;
@@ -1117,7 +1243,7 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		    API_PREFIX "/benchmarkruns, not to %s", coll->plural);
 		return KI_EINVAL;
 	}
-	prepare_element(e, root, "", coll, coll->id == API_RUN);
+	prepare_element(e, root, "", coll, coll->id == API_RUN, rem);
 	return KI_OK;
 }
 

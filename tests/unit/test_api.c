@@ -2,6 +2,7 @@
  * HTTP: the seed's round trip, idempotence, conflicts, digest checks and
  * validation causes. */
 #include <CUnit/CUnit.h>
+#include <pthread.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "api/commit.h"
 #include "api/jcs.h"
 #include "api/object.h"
+#include "api/parts.h"
 #include "api/schema.h"
 #include "api/labels.h"
 #include "api/service.h"
@@ -495,6 +497,290 @@ test_prerendered_writes(void)
 	api_committer_stop(c);
 }
 
+
+/* ---- bundle parts remembered by their bytes (api/parts.h) ---- */
+
+typedef struct post_arg {
+	const char *body;
+	api_write_opts o;
+	api_resp r;
+} post_arg;
+
+static void *
+post_thread(void *arg)
+{
+	post_arg *a = arg;
+
+	post(api_kind_by_id(API_RUN), a->body, &a->o, &a->r);
+	return NULL;
+}
+
+/* Posts body from a new thread, which remembers no part, and from this
+ * one: the answers must be the same. Returns this thread's status. */
+static int
+same_answer(const char *body, const api_write_opts *o)
+{
+	post_arg a;
+	pthread_t t;
+	api_resp r;
+	int code;
+
+	memset(&a, 0, sizeof(a));
+	a.body = body;
+	a.o = *o;
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, post_thread, &a) == 0);
+	pthread_join(t, NULL);
+	code = post(api_kind_by_id(API_RUN), body, o, &r);
+	CU_ASSERT_EQUAL(code, a.r.code);
+	CU_ASSERT_EQUAL(r.body.len, a.r.body.len);
+	if (r.body.len == a.r.body.len && r.body.len > 0)
+		CU_ASSERT(memcmp(r.body.data, a.r.body.data, r.body.len) == 0);
+	api_resp_free(&r);
+	api_resp_free(&a.r);
+	return code;
+}
+
+static char *
+plain(struct json_object *o)
+{
+	return strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+}
+
+/* The members of an object, found without parsing it. */
+static void
+test_members(void)
+{
+	static const char text[] = " {\"a\":1, \"b\" : {\"x\":\"}\\\"\"} ,"
+	    "\"c\":[1,{\"d\":[2]}],\"e\":\"s\"}\n";
+	api_member m[API_MAX_MEMBERS];
+	size_t n;
+	char many[512];
+
+	CU_ASSERT_EQUAL_FATAL(api_members(text, strlen(text), 32, m, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 4);
+	CU_ASSERT(m[0].key_len == 1 && m[0].key[0] == 'a');
+	CU_ASSERT(m[0].val_len == 1 && m[0].val[0] == '1');
+	CU_ASSERT(m[1].val_len == 11 && memcmp(m[1].val, "{\"x\":\"}\\\"\"}",
+	    11) == 0);
+	CU_ASSERT(m[2].val_len == 13 && memcmp(m[2].val, "[1,{\"d\":[2]}]",
+	    13) == 0);
+	CU_ASSERT(m[3].val_len == 3 && memcmp(m[3].val, "\"s\"", 3) == 0);
+	CU_ASSERT(m[1].start[0] == '"' && m[1].start[1] == 'b');
+	/* What the shortcut leaves to the parser. */
+	CU_ASSERT_EQUAL(api_members("{\"a\":1,\"a\":2}", 13, 32, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("{\"\\u0061\":1}", 12, 32, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("{\"a\":{\"b\":1}", 12, 32, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("{\"a\":1} x", 9, 32, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("[1]", 3, 32, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("{\"a\":[[[1]]]}", 13, 2, m, &n), -1);
+	CU_ASSERT_EQUAL(api_members("{}", 2, 32, m, &n), 0);
+	CU_ASSERT_EQUAL(n, 0);
+	{
+		size_t at = 0;
+
+		at += (size_t)snprintf(many + at, sizeof(many) - at, "{");
+		for (int i = 0; i <= API_MAX_MEMBERS; i++)
+			at += (size_t)snprintf(many + at, sizeof(many) - at,
+			    "%s\"k%d\":%d", i ? "," : "", i, i);
+		snprintf(many + at, sizeof(many) - at, "}");
+		CU_ASSERT_EQUAL(api_members(many, strlen(many), 32, m, &n), -1);
+	}
+}
+
+/* A bundle part seen before is not parsed, validated or hashed again:
+ * every answer is the one a thread that remembers nothing gives, and a
+ * remembered part that is not stored yet is stored from its bytes. */
+static void
+test_remembered_parts(void)
+{
+	const api_kind *runs = api_kind_by_id(API_RUN);
+	const api_kind *protos = api_kind_by_id(API_PROTOCOL);
+	api_write_opts dry = { .field_validation = API_FV_WARN, .dry_run = 1 };
+	api_write_opts strict = { .field_validation = API_FV_STRICT,
+		.dry_run = 1 };
+	struct json_object *b, *run, *spec, *proto, *o;
+	char *seed, *base, *text, *p, dstr[API_DIGEST_STRLEN + 1];
+	uint8_t d[API_DIGEST_LEN];
+	uint64_t hits;
+	size_t len;
+	api_resp r;
+	int code;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(seed = seed_text(&len));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b = json_tokener_parse(seed));
+	free(seed);
+	run = json_object_object_get(b, "run");
+	spec = json_object_object_get(run, "spec");
+	proto = json_object_object_get(b, "protocol");
+	base = plain(b);
+	/* This thread remembers the seed's protocol and environment. */
+	code = post(runs, base, NULL, &r);
+	CU_ASSERT(code == 200 || code == 201);
+	api_resp_free(&r);
+
+	/* 1: the same bundle: both parts remembered, the same answer. */
+	hits = api_part_hits();
+	CU_ASSERT_EQUAL(same_answer(base, &dry), 200);
+	CU_ASSERT_EQUAL(api_part_hits(), hits + 2);
+	/* 2: a syntax error in the run, told about the body as sent. */
+	text = strdup(base);
+	p = strstr(text, "\"run\":{");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+	p[6] = '[';
+	CU_ASSERT_EQUAL(same_answer(text, &dry), 400);
+	free(text);
+	/* 3: the protocol twice, the first one remembered. */
+	{
+		char *pt = plain(proto);
+
+		text = malloc(strlen(base) + strlen(pt) + 32);
+		sprintf(text, "{\"protocol\":%s,%s", pt, base + 1);
+		CU_ASSERT_EQUAL(same_answer(text, &dry), 400);
+		free(text);
+		free(pt);
+	}
+	/* 4: an unknown field in the run, under Strict. */
+	json_object_object_add(spec, "bogus", json_object_new_int(1));
+	text = plain(b);
+	CU_ASSERT_EQUAL(same_answer(text, &strict), 400);
+	free(text);
+	json_object_object_del(spec, "bogus");
+	/* 5: the run names another protocol than the one bundled. */
+	{
+		struct json_object *pd = json_object_object_get(spec,
+		    "protocolDigest");
+		char *was = strdup(json_object_get_string(pd));
+
+		json_object_object_add(spec, "protocolDigest", json_object_new_string(
+		    json_object_get_string(json_object_object_get(spec,
+		    "environmentDigest"))));
+		text = plain(b);
+		CU_ASSERT_EQUAL(same_answer(text, &dry), 422);
+		free(text);
+		json_object_object_add(spec, "protocolDigest",
+		    json_object_new_string(was));
+		free(was);
+	}
+	/* 6: a new protocol, remembered from an upload that failed on its
+	 * run, is stored from its bytes by the next one. */
+	json_object_object_add(json_object_object_get(proto, "spec"), "extra",
+	    json_object_new_string("remembered"));
+	json_object_object_del(json_object_object_get(proto, "spec"), "extra");
+	{
+		struct json_object *cmp = json_object_object_get(
+		    json_object_object_get(proto, "spec"), "comparability");
+		struct json_object *meta = json_object_object_get(proto, "metadata");
+		struct json_object *labels = json_object_new_object();
+		struct json_object *sn = json_object_object_get(spec,
+		    "sourceNative");
+		char ext[512];
+
+		json_object_object_add(cmp, "notes",
+		    json_object_new_string("Remembered, then stored."));
+		json_object_object_add(meta, "name",
+		    json_object_new_string("proto-remembered"));
+		json_object_object_add(labels, "team",
+		    json_object_new_string("kernels"));
+		json_object_object_add(meta, "labels", labels);
+		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
+		api_digest_format(d, dstr);
+		json_object_object_add(spec, "protocolDigest",
+		    json_object_new_string(dstr));
+		json_object_object_add(json_object_object_get(run, "metadata"),
+		    "name", json_object_new_string("run-remembered"));
+		snprintf(ext, sizeof(ext), "%s/remembered", json_object_get_string(
+		    json_object_object_get(sn, "externalId")));
+		json_object_object_add(sn, "externalId", json_object_new_string(ext));
+	}
+	json_object_object_add(spec, "bogus", json_object_new_int(1));
+	text = plain(b);
+	strict.dry_run = 0;
+	CU_ASSERT_EQUAL(post(runs, text, &strict, &r), 400);
+	api_resp_free(&r);
+	free(text);
+	json_object_object_del(spec, "bogus");
+	text = plain(b);
+	hits = api_part_hits();
+	CU_ASSERT_EQUAL(post(runs, text, NULL, &r), 201);
+	CU_ASSERT_EQUAL(api_part_hits(), hits + 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"created\":2"));
+	api_resp_free(&r);
+	free(text);
+	api_resp_init(&r);
+	api_get(&ctx, protos, "proto-remembered", 16, &r);
+	CU_ASSERT_EQUAL_FATAL(r.code, 200);
+	o = json_tokener_parse(r.body.data);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+	    json_object_object_get(o, "status"), "digest")), dstr);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "metadata"),
+	    "labels"), "team")), "kernels");
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "spec"),
+	    "comparability"), "notes")), "Remembered, then stored.");
+	json_object_put(o);
+	api_resp_free(&r);
+	/* 7: the same through the committer, where the new protocol is
+	 * rendered ahead of the write from its remembered bytes. */
+	{
+		struct json_object *sn = json_object_object_get(spec,
+		    "sourceNative");
+		api_committer *c = NULL;
+		char ext[512];
+
+		json_object_object_add(json_object_object_get(json_object_object_get(
+		    proto, "spec"), "comparability"), "notes",
+		    json_object_new_string("Remembered, then rendered ahead."));
+		json_object_object_add(json_object_object_get(proto, "metadata"),
+		    "name", json_object_new_string("proto-remembered-ahead"));
+		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
+		api_digest_format(d, dstr);
+		json_object_object_add(spec, "protocolDigest",
+		    json_object_new_string(dstr));
+		json_object_object_add(json_object_object_get(run, "metadata"),
+		    "name", json_object_new_string("run-remembered-ahead"));
+		snprintf(ext, sizeof(ext), "%s-ahead", json_object_get_string(
+		    json_object_object_get(sn, "externalId")));
+		json_object_object_add(sn, "externalId", json_object_new_string(ext));
+		json_object_object_add(spec, "bogus", json_object_new_int(1));
+		text = plain(b);
+		CU_ASSERT_EQUAL(post(runs, text, &strict, &r), 400);
+		api_resp_free(&r);
+		free(text);
+		json_object_object_del(spec, "bogus");
+		text = plain(b);
+		CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, st, 0, NULL, NULL),
+		    KI_OK);
+		ctx.committer = c;
+		hits = api_part_hits();
+		post(runs, text, NULL, &r);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(r.job);
+		run_job(&r);
+		CU_ASSERT_EQUAL(r.code, 201);
+		CU_ASSERT_EQUAL(api_part_hits(), hits + 2);
+		CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"created\":2"));
+		api_resp_free(&r);
+		ctx.committer = NULL;
+		api_committer_stop(c);
+		free(text);
+		api_resp_init(&r);
+		api_get(&ctx, protos, "proto-remembered-ahead", 22, &r);
+		CU_ASSERT_EQUAL_FATAL(r.code, 200);
+		o = json_tokener_parse(r.body.data);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+		    json_object_object_get(o, "status"), "digest")), dstr);
+		CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+		    json_object_object_get(json_object_object_get(o, "spec"),
+		    "comparability"), "notes")), "Remembered, then rendered ahead.");
+		json_object_put(o);
+		api_resp_free(&r);
+	}
+	json_object_put(b);
+	free(base);
+}
+
 int
 test_api_register(void)
 {
@@ -512,7 +798,11 @@ test_api_register(void)
 	    CU_add_test(s, "names, labels and times", test_syntax_checks) == NULL ||
 	    CU_add_test(s, "writes rendered before the commit: same bytes, "
 	        "re-rendered when a reference resolves in between",
-	        test_prerendered_writes) == NULL)
+	        test_prerendered_writes) == NULL ||
+	    CU_add_test(s, "the members of an object, found without parsing",
+	        test_members) == NULL ||
+	    CU_add_test(s, "bundle parts remembered: the same answers, stored "
+	        "from their bytes", test_remembered_parts) == NULL)
 		return -1;
 	return 0;
 }
