@@ -17,15 +17,21 @@ skip_ws(const char *p, const char *end)
 	return p;
 }
 
-/* The end of the string whose opening quote is at p, or NULL. */
+/* The end of the string whose opening quote is at p, or NULL: the first
+ * quote after it not escaped (an odd run of backslashes before it). */
 static const char *
 string_end(const char *p, const char *end)
 {
-	for (p++; p < end; p++) {
-		if (*p == '\\')
-			p++;
-		else if (*p == '"')
-			return p + 1;
+	for (p++; p < end;) {
+		const char *q = memchr(p, '"', (size_t)(end - p)), *b;
+
+		if (q == NULL)
+			return NULL;
+		for (b = q; b > p && b[-1] == '\\'; b--)
+			;
+		if ((q - b) % 2 == 0)
+			return q + 1;
+		p = q + 1;
 	}
 	return NULL;
 }

@@ -575,6 +575,15 @@ test_members(void)
 	CU_ASSERT_EQUAL(api_members("{\"a\":[[[1]]]}", 13, 2, m, &n), -1);
 	CU_ASSERT_EQUAL(api_members("{}", 2, 32, m, &n), 0);
 	CU_ASSERT_EQUAL(n, 0);
+	/* Quotes after runs of backslashes: escaped when the run is odd. */
+	{
+		static const char esc[] = "{\"a\":\"x\\\\\",\"b\":\"\\\"}\\\\\"}";
+
+		CU_ASSERT_EQUAL_FATAL(api_members(esc, strlen(esc), 32, m, &n), 0);
+		CU_ASSERT_EQUAL_FATAL(n, 2);
+		CU_ASSERT(m[0].val_len == 5 && memcmp(m[0].val, "\"x\\\\\"", 5) == 0);
+		CU_ASSERT(m[1].val_len == 7 && memcmp(m[1].val, "\"\\\"}\\\\\"", 7) == 0);
+	}
 	{
 		size_t at = 0;
 
