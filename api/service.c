@@ -826,7 +826,9 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	api_run_refs rr;
 	store_obj o;
 
-	if (d->kind->id == API_VERIFICATION || d->pre != NULL ||
+	/* A remembered part (api/parts.h) was seen before: it is most likely
+	 * stored already, and if it is not the write renders it. */
+	if (d->kind->id == API_VERIFICATION || d->pre != NULL || d->raw.len > 0 ||
 	    store_get_by_name(txn, d->kind->id, d->name, strlen(d->name), &o) !=
 	    KI_ENOTFOUND ||
 	    (d->kind->content_identity &&
@@ -841,8 +843,8 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	api_run_refs_load(txn, d->refs[0], d->nrefs, &rr);
 	for (size_t i = 0; rr.loaded && i < API_NREFS; i++)
 		p->ref_ids[i] = rr.resolved[i] ? rr.seq[i] : 0;
-	json_object_object_get_ex(api_doc_obj(d), "metadata", &doc_meta);
-	if (d->obj == NULL || rr.rc != KI_OK ||
+	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
+	if (rr.rc != KI_OK ||
 	    (meta = api_new_metadata(doc_meta, ctx->now())) == NULL) {
 		/* The write renders it then. */
 		api_prerender_free(p);

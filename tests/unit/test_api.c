@@ -730,8 +730,8 @@ test_remembered_parts(void)
 	    "comparability"), "notes")), "Remembered, then stored.");
 	json_object_put(o);
 	api_resp_free(&r);
-	/* 7: the same through the committer, where the new protocol is
-	 * rendered ahead of the write from its remembered bytes. */
+	/* 7: the same through the committer, which renders the new protocol
+	 * in the write (a remembered part is not rendered ahead). */
 	{
 		struct json_object *sn = json_object_object_get(spec,
 		    "sourceNative");
