@@ -128,7 +128,22 @@ struct store_txn {
 	int dirty;
 	uint64_t writes;  /* calls that may have changed it (store_writes) */
 	ki_buf log;       /* its operations, for the redo log */
+	/* The last id's seq, read once and written at the commit. */
+	uint64_t seq;
+	int seq_read, seq_moved;
+	/* Facet counts changed here, summed per facet and written at the
+	 * commit (a child's join its parent's): one read and one write of a
+	 * count per transaction, not per object. */
+	ki_buf fkeys;            /* the facets' keys, back to back */
+	struct fdelta *fd;
+	size_t nfd, fdcap;
 };
+
+/* One facet's change: its key in fkeys and the sum of +1s and -1s. */
+typedef struct fdelta {
+	size_t off, len;
+	int64_t delta;
+} fdelta;
 
 static int
 map_rc(int rc)
@@ -356,6 +371,85 @@ kind_key(uint8_t *buf, int kind, const char *s, size_t n)
 	k.mv_size = n + 1;
 	k.mv_data = buf;
 	return k;
+}
+
+/* Adds delta to the change of facet key k in t. */
+static int
+facet_add(store_txn *t, const void *k, size_t len, int64_t delta)
+{
+	for (size_t i = 0; i < t->nfd; i++) {
+		if (t->fd[i].len == len &&
+		    memcmp(t->fkeys.data + t->fd[i].off, k, len) == 0) {
+			t->fd[i].delta += delta;
+			return KI_OK;
+		}
+	}
+	if (t->nfd == t->fdcap) {
+		size_t cap = t->fdcap ? t->fdcap * 2 : 16;
+		fdelta *n = realloc(t->fd, cap * sizeof(*n));
+
+		if (n == NULL)
+			return KI_ENOMEM;
+		t->fd = n;
+		t->fdcap = cap;
+	}
+	t->fd[t->nfd].off = t->fkeys.len;
+	t->fd[t->nfd].len = len;
+	t->fd[t->nfd].delta = delta;
+	if (ki_buf_append(&t->fkeys, k, len) != KI_OK)
+		return KI_ENOMEM;
+	t->nfd++;
+	return KI_OK;
+}
+
+/* Writes t's facet changes into the facet table (a count never goes
+ * below 0; at 0 it is removed). */
+static int
+facets_apply(store_txn *t)
+{
+	MDB_cursor *c;
+	int rc = 0;
+
+	if (t->nfd == 0)
+		return KI_OK;
+	if ((rc = mdb_cursor_open(t->txn, t->s->facet, &c)) != 0)
+		return map_rc(rc);
+	for (size_t i = 0; rc == 0 && i < t->nfd; i++) {
+		MDB_val k = { t->fd[i].len, t->fkeys.data + t->fd[i].off }, v;
+		uint8_t cb[8];
+		int64_t count = 0;
+		int found;
+
+		if (t->fd[i].delta == 0)
+			continue;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
+		found = rc == 0;
+		if (found && v.mv_size == 8)
+			count = (int64_t)get_be64(v.mv_data);
+		else if (rc != 0 && rc != MDB_NOTFOUND)
+			break;
+		count += t->fd[i].delta;
+		if (count < 0)
+			count = 0;
+		put_be64(cb, (uint64_t)count);
+		v.mv_size = 8;
+		v.mv_data = cb;
+		if (count == 0)
+			rc = found ? mdb_cursor_del(c, 0) : 0;
+		else
+			rc = mdb_cursor_put(c, &k, &v, found ? MDB_CURRENT : 0);
+	}
+	mdb_cursor_close(c);
+	return map_rc(rc);
+}
+
+static void
+txn_free(store_txn *t)
+{
+	ki_buf_free(&t->log);
+	ki_buf_free(&t->fkeys);
+	free(t->fd);
+	free(t);
 }
 
 /* Builds the label-index key kind + key NUL value into buf
@@ -1047,6 +1141,8 @@ store_begin_child(store_txn *parent, store_txn **out)
 	t->parent = parent;
 	t->write = 1;
 	t->rv = parent->rv;
+	t->seq = parent->seq;
+	t->seq_read = parent->seq_read;
 	ki_buf_init(&t->log);
 	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
 	if (rc != 0) {
@@ -1122,22 +1218,35 @@ store_commit(store_txn *t)
 	int rc = KI_OK;
 
 	if (t->parent != NULL) {
+		store_txn *pt = t->parent;
+
 		rc = map_rc(mdb_txn_commit(t->txn));
 		if (rc == KI_OK) {
-			t->parent->rv = t->rv;
-			t->parent->dirty |= t->dirty;
+			pt->rv = t->rv;
+			pt->dirty |= t->dirty;
+			pt->seq = t->seq;
+			pt->seq_read = t->seq_read;
+			pt->seq_moved |= t->seq_moved;
 			/* On failure the parent's log is marked, and its
-			 * commit refuses (its changes would be unlogged). */
+			 * commit refuses (its changes would be unlogged);
+			 * likewise a facet change that did not join. */
 			if (t->log.len > 0 &&
-			    ki_buf_append(&t->parent->log, t->log.data,
+			    ki_buf_append(&pt->log, t->log.data,
 			    t->log.len) != KI_OK)
 				rc = KI_ENOMEM;
+			for (size_t i = 0; i < t->nfd; i++)
+				if (facet_add(pt, t->fkeys.data + t->fd[i].off,
+				    t->fd[i].len, t->fd[i].delta) != KI_OK)
+					pt->log.oom = 1;
 		}
-		ki_buf_free(&t->log);
-		free(t);
+		txn_free(t);
 		return rc;
 	}
-	if (t->write && t->dirty)
+	if (t->write)
+		rc = facets_apply(t);
+	if (rc == KI_OK && t->write && t->seq_moved)
+		rc = meta_put_u64(t->txn, t->s->meta, "seq", t->seq);
+	if (rc == KI_OK && t->write && t->dirty)
 		rc = meta_put_u64(t->txn, t->s->meta, "rv", t->rv);
 	if (rc == KI_OK && t->log.oom)
 		rc = KI_ENOMEM;   /* an operation is missing from the log */
@@ -1153,8 +1262,7 @@ store_commit(store_txn *t)
 		rc = map_rc(mdb_txn_commit(t->txn));
 	}
 	pthread_rwlock_unlock(&t->s->resize);
-	ki_buf_free(&t->log);
-	free(t);
+	txn_free(t);
 	return rc;
 }
 
@@ -1166,8 +1274,7 @@ store_abort(store_txn *t)
 	mdb_txn_abort(t->txn);
 	if (t->parent == NULL)
 		pthread_rwlock_unlock(&t->s->resize);
-	ki_buf_free(&t->log);
-	free(t);
+	txn_free(t);
 }
 
 uint64_t
@@ -1362,12 +1469,11 @@ store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 static int
 index_labels(store_txn *t, const store_obj *o, int dir)
 {
-	uint8_t kb[2 + STORE_MAX_INDEXED + STORE_MAX_NATKEY], ib[8], cb[8];
+	uint8_t kb[2 + STORE_MAX_INDEXED + STORE_MAX_NATKEY], ib[8];
 	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
 	    NULL;
 	ki_buf fb;
 	MDB_val k, v;
-	MDB_cursor *fc = NULL;
 	int rc;
 
 	put_be64(ib, o->seq);
@@ -1403,49 +1509,19 @@ index_labels(store_txn *t, const store_obj *o, int dir)
 		p = fb.data;
 		end = fb.data ? fb.data + fb.len : NULL;
 	}
-	/* A count is read and written at one cursor position: one descent
-	 * of the table, not two. */
-	if (p != NULL && p < end &&
-	    (rc = mdb_cursor_open(t->txn, t->s->facet, &fc)) != 0)
-		goto fail;
 	while (p != NULL && p < end) {
 		size_t flen = strnlen(p, (size_t)(end - p));
-		uint64_t count = 0;
-		int found;
 
-		if (flen == 0 || flen > STORE_MAX_NATKEY) {
-			p += flen + 1;
-			continue;
+		if (flen > 0 && flen <= STORE_MAX_NATKEY) {
+			k = kind_key(kb, o->kind, p, flen);
+			if ((rc = facet_add(t, k.mv_data, k.mv_size, dir > 0 ? 1 :
+			    -1)) != KI_OK)
+				goto out;
 		}
-		k = kind_key(kb, o->kind, p, flen);
-		rc = mdb_cursor_get(fc, &k, &v, MDB_SET_KEY);
-		found = rc == 0;
-		if (found && v.mv_size == 8)
-			count = get_be64(v.mv_data);
-		else if (rc != 0 && rc != MDB_NOTFOUND)
-			goto fail;
-		if (dir > 0)
-			count++;
-		else if (count > 0)
-			count--;
-		put_be64(cb, count);
-		v.mv_size = 8;
-		v.mv_data = cb;
-		if (count == 0)
-			rc = found ? mdb_cursor_del(fc, 0) : 0;
-		else
-			rc = mdb_cursor_put(fc, &k, &v, found ? MDB_CURRENT : 0);
-		if (rc != 0)
-			goto fail;
 		p += flen + 1;
 	}
 	rc = KI_OK;
-	goto out;
-fail:
-	rc = map_rc(rc);
 out:
-	if (fc != NULL)
-		mdb_cursor_close(fc);
 	ki_buf_free(&fb);
 	return rc;
 }
@@ -1605,12 +1681,15 @@ store_put(store_txn *t, store_obj *o)
 		    (rc = keep_version(t, old.rv, &old, o->rv)) != KI_OK)
 			goto out;
 	} else {
-		if ((rc = meta_get_u64(t->txn, t->s->meta, "seq", &last)) != KI_OK)
-			goto out;
-		id = store_id(o->kind, last + 1);
-		if ((rc = meta_put_u64(t->txn, t->s->meta, "seq", last + 1)) !=
-		    KI_OK)
-			goto out;
+		if (!t->seq_read) {
+			if ((rc = meta_get_u64(t->txn, t->s->meta, "seq", &last)) !=
+			    KI_OK)
+				goto out;
+			t->seq = last;
+			t->seq_read = 1;
+		}
+		id = store_id(o->kind, ++t->seq);
+		t->seq_moved = 1;
 		put_be64(ib, id);
 		v.mv_size = 8;
 		v.mv_data = ib;

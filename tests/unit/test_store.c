@@ -629,6 +629,51 @@ test_facets_recomputed(void)
 	CU_ASSERT_EQUAL(c[0], 0);
 	CU_ASSERT_EQUAL(c[1], 1);
 	store_abort(t);
+	/* A transaction sums its changes and writes them at its commit: a
+	 * child's join it, an aborted child's vanish with the child's ids. */
+	{
+		store_txn *ch;
+		store_obj a, b;
+		uint64_t last;
+
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin_child(t, &ch), KI_OK);
+		CU_ASSERT_EQUAL(put_labeled(ch, "f3", L("gpu\0a100\0"), NULL, "{3}"),
+		    KI_OK);
+		CU_ASSERT_EQUAL(store_commit(ch), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin_child(t, &ch), KI_OK);
+		CU_ASSERT_EQUAL(put_labeled(ch, "f4", L("gpu\0a100\0"), NULL, "{4}"),
+		    KI_OK);
+		store_abort(ch);
+		CU_ASSERT_EQUAL(put_labeled(t, "f5", L("gpu\0h100\0"), NULL, "{5}"),
+		    KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+		memset(c, 0, sizeof(c));
+		CU_ASSERT_EQUAL(store_facets(t, 1, count_facet, c), KI_OK);
+		CU_ASSERT_EQUAL(c[0], 1);
+		CU_ASSERT_EQUAL(c[1], 2);
+		CU_ASSERT_EQUAL(store_get_by_name(t, 1, "f4", 2, &a), KI_ENOTFOUND);
+		CU_ASSERT_EQUAL_FATAL(store_get_by_name(t, 1, "f3", 2, &a), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_get_by_name(t, 1, "f5", 2, &b), KI_OK);
+		CU_ASSERT(b.seq > a.seq);
+		last = b.seq;
+		store_abort(t);
+		/* After a restart, ids go on from the last one stored. */
+		store_close(s);
+		CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL(put_labeled(t, "f6", L("gpu\0h100\0"), NULL, "{6}"),
+		    KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_get_by_name(t, 1, "f6", 2, &a), KI_OK);
+		CU_ASSERT(a.seq > last);
+		memset(c, 0, sizeof(c));
+		CU_ASSERT_EQUAL(store_facets(t, 1, count_facet, c), KI_OK);
+		CU_ASSERT_EQUAL(c[1], 3);
+		store_abort(t);
+	}
 	store_close(s);
 	tests_rmdir(dir);
 	free(dir);
@@ -1220,7 +1265,8 @@ test_store_register(void)
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and "
-	        "delete", test_facets_recomputed) == NULL ||
+	        "delete, summed per transaction with its children's",
+	        test_facets_recomputed) == NULL ||
 	    CU_add_test(s, "group commit: a write that fails after writing is "
 	        "dropped alone", test_group_commit_rerun) == NULL ||
 	    CU_add_test(s, "the map grows up to its maximum", test_map_grows) ==
