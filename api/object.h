@@ -21,12 +21,14 @@ enum { API_REF_PROTOCOL, API_REF_WORKLOAD, API_REF_ENVIRONMENT,
  * store: its store_obj (json and labels point into the buffers
  * here), the offset in json of the one-character resourceVersion left to
  * fill in, and the ids its references resolved to (0: none), which the
- * write checks before it uses the rendering. */
+ * write checks before it uses the rendering (it reads them again unless
+ * no object was replaced or deleted since: see store_changes). */
 typedef struct api_prerender {
 	store_obj o;
 	ki_buf json, labels;
 	size_t rv_at;
 	uint64_t ref_ids[API_NREFS];
+	uint64_t changes;     /* store_changes of the read */
 } api_prerender;
 
 typedef struct api_doc {

@@ -666,6 +666,8 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 		API_ENVIRONMENT, API_IMPLEMENTATION };
 	store_obj o;
 	char stored[API_DIGEST_STRLEN + 1];
+	const uint64_t *ahead = NULL;
+	uint64_t changes;
 	int rc;
 
 	free(d->stored_name);
@@ -714,10 +716,19 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 			goto store_fail;
 	}
 	memset(d->ref_ids, 0, sizeof(d->ref_ids));
+	/* What the rendering ahead found resolved is still so when no object
+	 * was replaced or deleted since; one it did not find may have come. */
+	if (d->pre != NULL && store_changes(txn, &changes) == KI_OK &&
+	    changes == d->pre->changes)
+		ahead = d->pre->ref_ids;
 	for (size_t i = 0; i < d->nrefs; i++) {
 		const api_kind *want = api_kind_by_id(ref_kinds[i]);
 		const api_kind *got;
 
+		if (ahead != NULL && i < API_NREFS && ahead[i] != 0) {
+			d->ref_ids[i] = ahead[i];
+			continue;
+		}
 		rc = store_get_by_digest(txn, d->refs[i], &o);
 		if (rc == KI_ENOTFOUND)
 			continue;
@@ -843,6 +854,8 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	api_run_refs_load(txn, d->refs[0], d->nrefs, &rr);
 	for (size_t i = 0; rr.loaded && i < API_NREFS; i++)
 		p->ref_ids[i] = rr.resolved[i] ? rr.seq[i] : 0;
+	if (store_changes(txn, &p->changes) != KI_OK)
+		p->changes = UINT64_MAX;   /* never the write's */
 	json_object_object_get_ex(d->obj, "metadata", &doc_meta);
 	if (rr.rc != KI_OK ||
 	    (meta = api_new_metadata(doc_meta, ctx->now())) == NULL) {

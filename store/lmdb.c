@@ -2,6 +2,7 @@
  *
  * Layout (format 3; named databases):
  *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq,
+ *            "changes" -> u64 objects replaced or deleted (store_changes),
  *            "format" -> u64 3
  *   obj      id (u64 big-endian) -> record. An id is the kind in its top
  *            byte and a store-wide sequence below, so one kind's objects
@@ -128,9 +129,10 @@ struct store_txn {
 	int dirty;
 	uint64_t writes;  /* calls that may have changed it (store_writes) */
 	ki_buf log;       /* its operations, for the redo log */
-	/* The last id's seq, read once and written at the commit. */
-	uint64_t seq;
-	int seq_read, seq_moved;
+	/* The last id's seq, and the count of objects replaced or deleted
+	 * (store_changes): each read once and written at the commit. */
+	uint64_t seq, changes;
+	int seq_read, seq_moved, changes_read, changes_moved;
 	/* Facet counts changed here, summed per facet and written at the
 	 * commit (a child's join its parent's): one read and one write of a
 	 * count per transaction, not per object. */
@@ -1143,6 +1145,8 @@ store_begin_child(store_txn *parent, store_txn **out)
 	t->rv = parent->rv;
 	t->seq = parent->seq;
 	t->seq_read = parent->seq_read;
+	t->changes = parent->changes;
+	t->changes_read = parent->changes_read;
 	ki_buf_init(&t->log);
 	rc = mdb_txn_begin(parent->s->env, parent->txn, 0, &t->txn);
 	if (rc != 0) {
@@ -1227,6 +1231,9 @@ store_commit(store_txn *t)
 			pt->seq = t->seq;
 			pt->seq_read = t->seq_read;
 			pt->seq_moved |= t->seq_moved;
+			pt->changes = t->changes;
+			pt->changes_read = t->changes_read;
+			pt->changes_moved |= t->changes_moved;
 			/* On failure the parent's log is marked, and its
 			 * commit refuses (its changes would be unlogged);
 			 * likewise a facet change that did not join. */
@@ -1246,6 +1253,8 @@ store_commit(store_txn *t)
 		rc = facets_apply(t);
 	if (rc == KI_OK && t->write && t->seq_moved)
 		rc = meta_put_u64(t->txn, t->s->meta, "seq", t->seq);
+	if (rc == KI_OK && t->write && t->changes_moved)
+		rc = meta_put_u64(t->txn, t->s->meta, "changes", t->changes);
 	if (rc == KI_OK && t->write && t->dirty)
 		rc = meta_put_u64(t->txn, t->s->meta, "rv", t->rv);
 	if (rc == KI_OK && t->log.oom)
@@ -1281,6 +1290,35 @@ uint64_t
 store_rv(store_txn *t)
 {
 	return t->rv;
+}
+
+int
+store_changes(store_txn *t, uint64_t *out)
+{
+	int rc;
+
+	if (!t->changes_read) {
+		if ((rc = meta_get_u64(t->txn, t->s->meta, "changes",
+		    &t->changes)) != KI_OK)
+			return rc;
+		t->changes_read = 1;
+	}
+	*out = t->changes;
+	return KI_OK;
+}
+
+/* Counts an object replaced or deleted by t. */
+static int
+changes_bump(store_txn *t)
+{
+	uint64_t n;
+	int rc;
+
+	if ((rc = store_changes(t, &n)) != KI_OK)
+		return rc;
+	t->changes = n + 1;
+	t->changes_moved = 1;
+	return KI_OK;
 }
 
 uint64_t
@@ -1676,7 +1714,8 @@ store_put(store_txn *t, store_obj *o)
 		return rc;
 	exists = rc == KI_OK;
 	if (exists) {
-		if ((rc = load_copy(t, id, &copy, &old)) != KI_OK ||
+		if ((rc = changes_bump(t)) != KI_OK ||
+		    (rc = load_copy(t, id, &copy, &old)) != KI_OK ||
 		    (rc = index_object(t, &old, -1)) != KI_OK ||
 		    (rc = keep_version(t, old.rv, &old, o->rv)) != KI_OK)
 			goto out;
@@ -1728,7 +1767,8 @@ store_delete(store_txn *t, int kind, const char *name, size_t len,
 	k = kind_key(kb, kind, name, len);
 	if ((rc = get_u64(t->txn, t->s->name, &k, &id)) != KI_OK)
 		return rc;
-	if ((rc = load_copy(t, id, &copy, &old)) != KI_OK)
+	if ((rc = changes_bump(t)) != KI_OK ||
+	    (rc = load_copy(t, id, &copy, &old)) != KI_OK)
 		goto out;
 	/* The event names the final state, kept as a version. */
 	ev = old;

@@ -122,6 +122,11 @@ void store_abort(store_txn *t);
 /* How many calls so far may have changed t (puts, deletes, tokens, failed
  * or not): unchanged across a call means it left t as it was. */
 uint64_t store_writes(store_txn *t);
+/* How many objects had been replaced or deleted in the state t reads,
+ * counting t's own. A read ahead of a write that finds the same count as
+ * the write transaction knows that every object it found is still there
+ * and the same: only new ones can have come since. */
+int store_changes(store_txn *t, uint64_t *out);
 
 /* The store-wide resourceVersion as of this transaction (including puts
  * made in it). */

@@ -422,8 +422,9 @@ run_job(api_resp *r)
 }
 
 /* Through the committer a new object is rendered before its write: the
- * stored object is the one a render inside the write gives, and a
- * reference that resolves between the two is rendered resolved. */
+ * stored object is the one a render inside the write gives, a reference
+ * that resolves between the two is rendered resolved, and one whose
+ * object is deleted between the two unresolved. */
 static void
 test_prerendered_writes(void)
 {
@@ -490,6 +491,35 @@ test_prerendered_writes(void)
 	w = json_object_object_get(json_object_object_get(json_object_object_get(
 	    o, "metadata"), "labels"), "kernel");
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(w), "cross_entropy");
+	json_object_put(o);
+	api_resp_free(&r);
+	free(doc);
+	/* 3: rendered with its workload resolved, written after the workload
+	 * was deleted: the write reads the references again (an object went
+	 * since the rendering) and renders it unresolved. */
+	doc = seed_run("pre-three", wd);
+	post(runs, doc, NULL, &r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r.job);
+	ctx.committer = NULL;
+	{
+		api_write_opts none = { .field_validation = API_FV_WARN };
+		api_resp rd;
+
+		api_resp_init(&rd);
+		api_delete(&ctx, wls, "ce-fwd", 6, &none, &rd);
+		CU_ASSERT_EQUAL(rd.code, 200);
+		api_resp_free(&rd);
+	}
+	ctx.committer = c;
+	run_job(&r);
+	CU_ASSERT_EQUAL(r.code, 201);
+	o = json_tokener_parse(r.body.data);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	w = json_object_object_get(json_object_object_get(json_object_object_get(
+	    json_object_object_get(o, "status"), "references"), "workload"),
+	    "resolved");
+	CU_ASSERT_PTR_NOT_NULL(w);
+	CU_ASSERT(!json_object_get_boolean(w));
 	json_object_put(o);
 	api_resp_free(&r);
 	free(doc);
