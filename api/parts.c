@@ -7,6 +7,7 @@
 #include <string.h>
 
 #define PARTS 8        /* per thread */
+#define PART_MAX 65536 /* bytes of a part worth remembering, at most */
 #define ROLE_MAX 16
 
 static const char *
@@ -250,7 +251,8 @@ api_part_put(const char *role, const char *val, size_t len,
 	part *x;
 
 	if (c == NULL || d->kind == NULL || d->name == NULL ||
-	    strlen(role) >= ROLE_MAX || find(c, role, val, len) != NULL)
+	    len > PART_MAX || strlen(role) >= ROLE_MAX ||
+	    find(c, role, val, len) != NULL)
 		return;
 	x = &c->e[c->next++ % PARTS];
 	part_clear(x);

@@ -5,7 +5,8 @@
  * without a problem is remembered per thread (its bytes and what
  * api_doc_prepare made of them: kind, name, digest, canonical form,
  * references), so the next upload carrying the same bytes skips parsing,
- * validating, canonicalizing and hashing it. The store is still read for
+ * validating, canonicalizing and hashing it (parts of up to 64 KB; the 8
+ * latest per thread). The store is still read for
  * every part: only what follows from the bytes alone is remembered. */
 #ifndef API_PARTS_H
 #define API_PARTS_H
