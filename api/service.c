@@ -167,15 +167,17 @@ remembered_free(remembered *rem)
 		api_doc_free(&rem->hit[i]);
 }
 
-/* When body is a bundle, looks up its parts but the run (api/parts.h);
- * with a hit, returns 1 and the body without the parts found in *rest. */
+/* When body is a bundle, looks up its parts but the run (api/parts.h;
+ * prefix: the bundle's path); with a hit, returns 1 and the body without
+ * the parts found in *rest. */
 static int
 remember_parts(const char *body, size_t len, int max_depth,
-	remembered *rem, ki_buf *rest)
+	const char *prefix, remembered *rem, ki_buf *rest)
 {
 	api_member m[API_MAX_MEMBERS];
 	size_t n, hits = 0;
 	int run = 0, first = 1;
+	char path[64];
 
 	memset(rem, 0, sizeof(*rem));
 	if (api_members(body, len, max_depth, m, &n) != 0)
@@ -189,8 +191,10 @@ remember_parts(const char *body, size_t len, int max_depth,
 			if (strlen(part_order[i]) != m[j].key_len ||
 			    memcmp(m[j].key, part_order[i], m[j].key_len) != 0)
 				continue;
+			snprintf(path, sizeof(path), "%s%s%s", prefix,
+			    *prefix ? "." : "", part_order[i]);
 			if (api_part_get(part_order[i], m[j].val, m[j].val_len,
-			    part_order[i], &rem->hit[i])) {
+			    path, &rem->hit[i])) {
 				hits++;
 				m[j].key = NULL;   /* not parsed */
 			} else {
@@ -219,6 +223,32 @@ remember_parts(const char *body, size_t len, int max_depth,
 		return 0;
 	}
 	return 1;
+}
+
+/* Parses text into *out; when it is a bundle, its remembered parts are
+ * taken out first and into rem (see remember_parts). On failure st says
+ * what is wrong with text as sent. */
+static int
+parse_remembering(api_ctx *ctx, const char *text, size_t len,
+	const char *prefix, remembered *rem, struct json_object **out,
+	api_status *st)
+{
+	ki_buf rest;
+
+	*out = NULL;
+	ki_buf_init(&rest);
+	if (remember_parts(text, len, ctx->lim->max_depth, prefix, rem, &rest) &&
+	    api_json_parse(rest.data, rest.len, ctx->lim->max_depth, out, st) !=
+	    KI_OK) {
+		api_status_free(st);
+		api_status_init(st);
+		remembered_free(rem);
+		*out = NULL;
+	}
+	ki_buf_free(&rest);
+	if (*out != NULL)
+		return KI_OK;
+	return api_json_parse(text, len, ctx->lim->max_depth, out, st);
 }
 
 /* Turns one JSON value (consumed) into e's documents: a bundle, or one
@@ -1106,12 +1136,13 @@ add_line(api_ctx *ctx, upload *u, const char *p, size_t n, long line)
 	struct json_object *v;
 	element *e;
 	char prefix[32];
+	remembered rem;
 
 	if ((e = upload_add(u)) == NULL)
 		return KI_ENOMEM;
 	e->index = line;
 	snprintf(prefix, sizeof(prefix), "[%ld]", line);
-	if (api_json_parse(p, n, ctx->lim->max_depth, &v, &e->st) != KI_OK) {
+	if (parse_remembering(ctx, p, n, prefix, &rem, &v, &e->st) != KI_OK) {
 		char *m = e->st.message;
 
 		e->st.message = NULL;
@@ -1121,7 +1152,8 @@ add_line(api_ctx *ctx, upload *u, const char *p, size_t n, long line)
 		e->failed = 1;
 		return KI_OK;
 	}
-	prepare_element(e, v, prefix, NULL, 1, NULL);
+	prepare_element(e, v, prefix, NULL, 1, &rem);
+	remembered_free(&rem);   /* what prepare_element did not take */
 	return KI_OK;
 }
 
@@ -1136,7 +1168,6 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 {
 	struct json_object *root = NULL;
 	remembered rem;
-	ki_buf rest;
 	int rc;
 
 	*bulk = ndjson;
@@ -1166,23 +1197,12 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		}
 		return KI_OK;
 	}
-	/* A bundle's remembered parts are not parsed again. */
-	ki_buf_init(&rest);
+	/* A bundle's remembered parts are not parsed again (a bundle goes
+	 * to the runs only). */
 	memset(&rem, 0, sizeof(rem));
-	if (coll->id == API_RUN && remember_parts(body, len,
-	    ctx->lim->max_depth, &rem, &rest) &&
-	    api_json_parse(rest.data, rest.len, ctx->lim->max_depth, &root,
-	    st) != KI_OK) {
-		/* What is wrong is told about the body as sent. */
-		api_status_free(st);
-		api_status_init(st);
-		remembered_free(&rem);
-		memset(&rem, 0, sizeof(rem));
-		root = NULL;
-	}
-	ki_buf_free(&rest);
-	if (root == NULL &&
-	    api_json_parse(body, len, ctx->lim->max_depth, &root, st) != KI_OK)
+	if ((coll->id == API_RUN ?
+	    parse_remembering(ctx, body, len, "", &rem, &root, st) :
+	    api_json_parse(body, len, ctx->lim->max_depth, &root, st)) != KI_OK)
 		return KI_EINVAL;
 	rc = upload_root(ctx, coll, root, u, bulk, st, &rem);
 	remembered_free(&rem);   /* what prepare_element did not take */

@@ -532,23 +532,34 @@ test_prerendered_writes(void)
 
 typedef struct post_arg {
 	const char *body;
+	int ndjson;
 	api_write_opts o;
 	api_resp r;
 } post_arg;
+
+static int
+post_as(const char *body, int ndjson, const api_write_opts *o, api_resp *r)
+{
+	api_resp_init(r);
+	api_create(&ctx, api_kind_by_id(API_RUN), body, strlen(body), ndjson, o,
+	    r);
+	return r->code;
+}
 
 static void *
 post_thread(void *arg)
 {
 	post_arg *a = arg;
 
-	post(api_kind_by_id(API_RUN), a->body, &a->o, &a->r);
+	post_as(a->body, a->ndjson, &a->o, &a->r);
 	return NULL;
 }
 
-/* Posts body from a new thread, which remembers no part, and from this
- * one: the answers must be the same. Returns this thread's status. */
+/* Posts body (NDJSON when ndjson) from a new thread, which remembers no
+ * part, and from this one: the answers must be the same. Returns this
+ * thread's status. */
 static int
-same_answer(const char *body, const api_write_opts *o)
+same_answer_as(const char *body, int ndjson, const api_write_opts *o)
 {
 	post_arg a;
 	pthread_t t;
@@ -557,10 +568,11 @@ same_answer(const char *body, const api_write_opts *o)
 
 	memset(&a, 0, sizeof(a));
 	a.body = body;
+	a.ndjson = ndjson;
 	a.o = *o;
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, post_thread, &a) == 0);
 	pthread_join(t, NULL);
-	code = post(api_kind_by_id(API_RUN), body, o, &r);
+	code = post_as(body, ndjson, o, &r);
 	CU_ASSERT_EQUAL(code, a.r.code);
 	CU_ASSERT_EQUAL(r.body.len, a.r.body.len);
 	if (r.body.len == a.r.body.len && r.body.len > 0)
@@ -568,6 +580,12 @@ same_answer(const char *body, const api_write_opts *o)
 	api_resp_free(&r);
 	api_resp_free(&a.r);
 	return code;
+}
+
+static int
+same_answer(const char *body, const api_write_opts *o)
+{
+	return same_answer_as(body, 0, o);
 }
 
 static char *
@@ -699,6 +717,53 @@ test_remembered_parts(void)
 		json_object_object_add(spec, "protocolDigest",
 		    json_object_new_string(was));
 		free(was);
+	}
+	/* 5b: NDJSON lines: the same bundle twice, and between them one
+	 * whose protocol (remembered from a failed upload) has other content
+	 * under the stored protocol's name: a conflict, told with the
+	 * line's path. */
+	{
+		struct json_object *notes = json_object_object_get(
+		    json_object_object_get(json_object_object_get(proto, "spec"),
+		    "comparability"), "notes");
+		char *was_notes = strdup(json_object_get_string(notes));
+		char *was_pd = strdup(json_object_get_string(json_object_object_get(
+		    spec, "protocolDigest")));
+		char *conflict, *nd;
+		api_resp rr;
+
+		json_object_object_add(json_object_object_get(json_object_object_get(
+		    proto, "spec"), "comparability"), "notes",
+		    json_object_new_string("Other notes under the same name."));
+		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
+		api_digest_format(d, dstr);
+		json_object_object_add(spec, "protocolDigest",
+		    json_object_new_string(dstr));
+		json_object_object_add(spec, "bogus", json_object_new_int(1));
+		text = plain(b);
+		CU_ASSERT_EQUAL(post_as(text, 0, &strict, &rr), 400);
+		api_resp_free(&rr);
+		free(text);
+		json_object_object_del(spec, "bogus");
+		conflict = plain(b);
+		json_object_object_add(json_object_object_get(json_object_object_get(
+		    proto, "spec"), "comparability"), "notes",
+		    json_object_new_string(was_notes));
+		json_object_object_add(spec, "protocolDigest",
+		    json_object_new_string(was_pd));
+		free(was_notes);
+		free(was_pd);
+		nd = malloc(2 * strlen(base) + strlen(conflict) + 8);
+		sprintf(nd, "%s\n%s\n%s\n", base, conflict, base);
+		hits = api_part_hits();
+		same_answer_as(nd, 1, &dry);
+		CU_ASSERT(api_part_hits() >= hits + 6);
+		CU_ASSERT_EQUAL(post_as(nd, 1, &dry, &rr), rr.code);
+		CU_ASSERT_PTR_NOT_NULL(rr.body.data != NULL ?
+		    strstr(rr.body.data, "[2].protocol") : NULL);
+		api_resp_free(&rr);
+		free(nd);
+		free(conflict);
 	}
 	/* 6: a new protocol, remembered from an upload that failed on its
 	 * run, is stored from its bytes by the next one. */
