@@ -13,6 +13,7 @@
 #include "api/auth.h"
 #include "api/commit.h"
 #include "api/object.h"
+#include "api/parts.h"
 #include <openssl/crypto.h>
 #include "api/kinds.h"
 #include "api/table.h"
@@ -429,6 +430,12 @@ metrics(router *rt, api_resp *r)
 		    (unsigned long long)cs.batches, (unsigned long long)cs.jobs,
 		    (unsigned long long)cs.redone, (double)cs.commit_us / 1e6);
 	}
+	ki_buf_printf(b, "# HELP kernelindex_bundle_parts_remembered_total "
+	    "Bundle parts taken from memory (the same bytes validated before) "
+	    "instead of parsed again.\n# TYPE "
+	    "kernelindex_bundle_parts_remembered_total counter\n"
+	    "kernelindex_bundle_parts_remembered_total %llu\n",
+	    (unsigned long long)api_part_hits());
 	if (store_stat(rt->api->st, &ss) == KI_OK)
 		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
 		    "# TYPE kernelindex_store_map_bytes gauge\n"

@@ -959,6 +959,11 @@ def seed_created_then_unchanged_and_read_back():
     eq(r.json()['summary'], {'created': 0, 'unchanged': 3, 'failed': 0},
        'summary of the identical POST')
     eq(d.list_rv('benchmarkruns'), rv1, 'resourceVersion after a no-op')
+    # A third time: whichever request threads took the three, one of them
+    # took two, and took the protocol and environment from memory.
+    eq(d.post(G + '/benchmarkruns', SEED).status, 200, 'a third seed POST')
+    check(metric(d, 'kernelindex_bundle_parts_remembered_total') >= 2,
+          'bundle parts remembered (/metrics)')
     for part, plural in [('run', 'benchmarkruns'),
                          ('protocol', 'benchmarkprotocols'),
                          ('environment', 'executionenvironments')]:
