@@ -644,6 +644,70 @@ test_members(void)
 	}
 }
 
+/* Makes the bundle b's protocol a new one (these notes and name), names
+ * its digest (into dstr) in b's run, which gets a new name and externalId
+ * (suffix appended), and uploads b with an unknown field in the run under
+ * Strict: refused (400), after the protocol was validated, so this thread
+ * remembers it. Returns b's text without that field. */
+static char *
+remember_new_protocol(struct json_object *b, const char *notes,
+	const char *name, const char *suffix, char dstr[API_DIGEST_STRLEN + 1])
+{
+	api_write_opts strict = { .field_validation = API_FV_STRICT };
+	struct json_object *proto = json_object_object_get(b, "protocol");
+	struct json_object *run = json_object_object_get(b, "run");
+	struct json_object *spec = json_object_object_get(run, "spec");
+	struct json_object *sn = json_object_object_get(spec, "sourceNative");
+	uint8_t d[API_DIGEST_LEN];
+	char buf[512], *text;
+	api_resp r;
+
+	json_object_object_add(json_object_object_get(json_object_object_get(
+	    proto, "spec"), "comparability"), "notes",
+	    json_object_new_string(notes));
+	json_object_object_add(json_object_object_get(proto, "metadata"), "name",
+	    json_object_new_string(name));
+	CU_ASSERT_EQUAL(api_digest(proto, d, NULL), KI_OK);
+	api_digest_format(d, dstr);
+	json_object_object_add(spec, "protocolDigest",
+	    json_object_new_string(dstr));
+	snprintf(buf, sizeof(buf), "run%s", suffix);
+	json_object_object_add(json_object_object_get(run, "metadata"), "name",
+	    json_object_new_string(buf));
+	snprintf(buf, sizeof(buf), "%s%s", json_object_get_string(
+	    json_object_object_get(sn, "externalId")), suffix);
+	json_object_object_add(sn, "externalId", json_object_new_string(buf));
+	json_object_object_add(spec, "bogus", json_object_new_int(1));
+	text = plain(b);
+	CU_ASSERT_EQUAL(post(api_kind_by_id(API_RUN), text, &strict, &r), 400);
+	api_resp_free(&r);
+	free(text);
+	json_object_object_del(spec, "bogus");
+	return plain(b);
+}
+
+/* The stored protocol name, checked for its digest and notes; the caller
+ * puts it. */
+static struct json_object *
+stored_protocol(const char *name, const char *digest, const char *notes)
+{
+	api_resp r;
+	struct json_object *o;
+
+	api_resp_init(&r);
+	api_get(&ctx, api_kind_by_id(API_PROTOCOL), name, strlen(name), &r);
+	CU_ASSERT_EQUAL_FATAL(r.code, 200);
+	o = json_tokener_parse(r.body.data);
+	api_resp_free(&r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+	    json_object_object_get(o, "status"), "digest")), digest);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
+	    json_object_object_get(json_object_object_get(o, "spec"),
+	    "comparability"), "notes")), notes);
+	return o;
+}
+
 /* A bundle part seen before is not parsed, validated or hashed again:
  * every answer is the one a thread that remembers nothing gives, and a
  * remembered part that is not stored yet is stored from its bytes. */
@@ -651,13 +715,11 @@ static void
 test_remembered_parts(void)
 {
 	const api_kind *runs = api_kind_by_id(API_RUN);
-	const api_kind *protos = api_kind_by_id(API_PROTOCOL);
 	api_write_opts dry = { .field_validation = API_FV_WARN, .dry_run = 1 };
 	api_write_opts strict = { .field_validation = API_FV_STRICT,
 		.dry_run = 1 };
 	struct json_object *b, *run, *spec, *proto, *o;
 	char *seed, *base, *text, *p, dstr[API_DIGEST_STRLEN + 1];
-	uint8_t d[API_DIGEST_LEN];
 	uint64_t hits;
 	size_t len;
 	api_resp r;
@@ -723,137 +785,62 @@ test_remembered_parts(void)
 	 * under the stored protocol's name: a conflict, told with the
 	 * line's path. */
 	{
-		struct json_object *notes = json_object_object_get(
-		    json_object_object_get(json_object_object_get(proto, "spec"),
-		    "comparability"), "notes");
-		char *was_notes = strdup(json_object_get_string(notes));
-		char *was_pd = strdup(json_object_get_string(json_object_object_get(
-		    spec, "protocolDigest")));
+		struct json_object *other = NULL;
 		char *conflict, *nd;
 		api_resp rr;
 
-		json_object_object_add(json_object_object_get(json_object_object_get(
-		    proto, "spec"), "comparability"), "notes",
-		    json_object_new_string("Other notes under the same name."));
-		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
-		api_digest_format(d, dstr);
-		json_object_object_add(spec, "protocolDigest",
-		    json_object_new_string(dstr));
-		json_object_object_add(spec, "bogus", json_object_new_int(1));
-		text = plain(b);
-		CU_ASSERT_EQUAL(post_as(text, 0, &strict, &rr), 400);
-		api_resp_free(&rr);
-		free(text);
-		json_object_object_del(spec, "bogus");
-		conflict = plain(b);
-		json_object_object_add(json_object_object_get(json_object_object_get(
-		    proto, "spec"), "comparability"), "notes",
-		    json_object_new_string(was_notes));
-		json_object_object_add(spec, "protocolDigest",
-		    json_object_new_string(was_pd));
-		free(was_notes);
-		free(was_pd);
+		CU_ASSERT_FATAL(json_object_deep_copy(b, &other, NULL) == 0);
+		conflict = remember_new_protocol(other,
+		    "Other notes under the same name.", "liger-bench-do-bench-full",
+		    "-conflict", dstr);
+		json_object_put(other);
 		nd = malloc(2 * strlen(base) + strlen(conflict) + 8);
 		sprintf(nd, "%s\n%s\n%s\n", base, conflict, base);
 		hits = api_part_hits();
 		same_answer_as(nd, 1, &dry);
 		CU_ASSERT(api_part_hits() >= hits + 6);
-		CU_ASSERT_EQUAL(post_as(nd, 1, &dry, &rr), rr.code);
-		CU_ASSERT_PTR_NOT_NULL(rr.body.data != NULL ?
-		    strstr(rr.body.data, "[2].protocol") : NULL);
+		CU_ASSERT_EQUAL(post_as(nd, 1, &dry, &rr), 200);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(rr.body.data);
+		CU_ASSERT_PTR_NOT_NULL(strstr(rr.body.data, "\"summary\":{"
+		    "\"created\":0,\"unchanged\":6,\"failed\":1}"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(rr.body.data, "\"[2].protocol: "
+		    "benchmarkprotocols.kernelindex.dev \\\"liger-bench-do-bench-"
+		    "full\\\" already exists with other content"));
 		api_resp_free(&rr);
 		free(nd);
 		free(conflict);
 	}
 	/* 6: a new protocol, remembered from an upload that failed on its
 	 * run, is stored from its bytes by the next one. */
-	json_object_object_add(json_object_object_get(proto, "spec"), "extra",
-	    json_object_new_string("remembered"));
-	json_object_object_del(json_object_object_get(proto, "spec"), "extra");
 	{
-		struct json_object *cmp = json_object_object_get(
-		    json_object_object_get(proto, "spec"), "comparability");
-		struct json_object *meta = json_object_object_get(proto, "metadata");
 		struct json_object *labels = json_object_new_object();
-		struct json_object *sn = json_object_object_get(spec,
-		    "sourceNative");
-		char ext[512];
 
-		json_object_object_add(cmp, "notes",
-		    json_object_new_string("Remembered, then stored."));
-		json_object_object_add(meta, "name",
-		    json_object_new_string("proto-remembered"));
 		json_object_object_add(labels, "team",
 		    json_object_new_string("kernels"));
-		json_object_object_add(meta, "labels", labels);
-		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
-		api_digest_format(d, dstr);
-		json_object_object_add(spec, "protocolDigest",
-		    json_object_new_string(dstr));
-		json_object_object_add(json_object_object_get(run, "metadata"),
-		    "name", json_object_new_string("run-remembered"));
-		snprintf(ext, sizeof(ext), "%s/remembered", json_object_get_string(
-		    json_object_object_get(sn, "externalId")));
-		json_object_object_add(sn, "externalId", json_object_new_string(ext));
+		json_object_object_add(json_object_object_get(proto, "metadata"),
+		    "labels", labels);
 	}
-	json_object_object_add(spec, "bogus", json_object_new_int(1));
-	text = plain(b);
-	strict.dry_run = 0;
-	CU_ASSERT_EQUAL(post(runs, text, &strict, &r), 400);
-	api_resp_free(&r);
-	free(text);
-	json_object_object_del(spec, "bogus");
-	text = plain(b);
+	text = remember_new_protocol(b, "Remembered, then stored.",
+	    "proto-remembered", "-stored", dstr);
 	hits = api_part_hits();
 	CU_ASSERT_EQUAL(post(runs, text, NULL, &r), 201);
 	CU_ASSERT_EQUAL(api_part_hits(), hits + 2);
 	CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"created\":2"));
 	api_resp_free(&r);
 	free(text);
-	api_resp_init(&r);
-	api_get(&ctx, protos, "proto-remembered", 16, &r);
-	CU_ASSERT_EQUAL_FATAL(r.code, 200);
-	o = json_tokener_parse(r.body.data);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
-	    json_object_object_get(o, "status"), "digest")), dstr);
+	o = stored_protocol("proto-remembered", dstr,
+	    "Remembered, then stored.");
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
 	    json_object_object_get(json_object_object_get(o, "metadata"),
 	    "labels"), "team")), "kernels");
-	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
-	    json_object_object_get(json_object_object_get(o, "spec"),
-	    "comparability"), "notes")), "Remembered, then stored.");
 	json_object_put(o);
-	api_resp_free(&r);
 	/* 7: the same through the committer, which renders the new protocol
 	 * in the write (a remembered part is not rendered ahead). */
 	{
-		struct json_object *sn = json_object_object_get(spec,
-		    "sourceNative");
 		api_committer *c = NULL;
-		char ext[512];
 
-		json_object_object_add(json_object_object_get(json_object_object_get(
-		    proto, "spec"), "comparability"), "notes",
-		    json_object_new_string("Remembered, then rendered ahead."));
-		json_object_object_add(json_object_object_get(proto, "metadata"),
-		    "name", json_object_new_string("proto-remembered-ahead"));
-		CU_ASSERT_EQUAL_FATAL(api_digest(proto, d, NULL), KI_OK);
-		api_digest_format(d, dstr);
-		json_object_object_add(spec, "protocolDigest",
-		    json_object_new_string(dstr));
-		json_object_object_add(json_object_object_get(run, "metadata"),
-		    "name", json_object_new_string("run-remembered-ahead"));
-		snprintf(ext, sizeof(ext), "%s-ahead", json_object_get_string(
-		    json_object_object_get(sn, "externalId")));
-		json_object_object_add(sn, "externalId", json_object_new_string(ext));
-		json_object_object_add(spec, "bogus", json_object_new_int(1));
-		text = plain(b);
-		CU_ASSERT_EQUAL(post(runs, text, &strict, &r), 400);
-		api_resp_free(&r);
-		free(text);
-		json_object_object_del(spec, "bogus");
-		text = plain(b);
+		text = remember_new_protocol(b, "Remembered, then rendered ahead.",
+		    "proto-remembered-ahead", "-ahead", dstr);
 		CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, st, 0, NULL, NULL),
 		    KI_OK);
 		ctx.committer = c;
@@ -868,18 +855,8 @@ test_remembered_parts(void)
 		ctx.committer = NULL;
 		api_committer_stop(c);
 		free(text);
-		api_resp_init(&r);
-		api_get(&ctx, protos, "proto-remembered-ahead", 22, &r);
-		CU_ASSERT_EQUAL_FATAL(r.code, 200);
-		o = json_tokener_parse(r.body.data);
-		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
-		CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
-		    json_object_object_get(o, "status"), "digest")), dstr);
-		CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(
-		    json_object_object_get(json_object_object_get(o, "spec"),
-		    "comparability"), "notes")), "Remembered, then rendered ahead.");
-		json_object_put(o);
-		api_resp_free(&r);
+		json_object_put(stored_protocol("proto-remembered-ahead", dstr,
+		    "Remembered, then rendered ahead."));
 	}
 	json_object_put(b);
 	free(base);
