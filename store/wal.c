@@ -271,7 +271,6 @@ wal_head_write(wal *w, int file, const wal_head *h, int nosync)
 	return KI_OK;
 }
 
-/* Writes one record at off: fields and payload in one call. */
 /* Fills a record's fields for its payload data. */
 static int
 rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, const void *data,
@@ -287,6 +286,7 @@ rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, const void *data,
 	return KI_OK;
 }
 
+/* Writes one record at off: fields and payload in one call. */
 static int
 write_rec(int fd, uint64_t off, uint64_t txnid, const void *data, size_t len)
 {
