@@ -109,6 +109,9 @@ struct store {
 	 * the pins and flags). */
 	pthread_t ck_thread;
 	int ck_started, ck_busy, ck_stop, ck_failed, ck_file;
+	/* Commits since the thread last started writing the file's dirty
+	 * pages back (see ckpt_loop). */
+	int ck_ahead;
 	pthread_mutex_t ck_mu;
 	pthread_cond_t ck_cv;
 	MDB_txn *ck_pin;
@@ -639,6 +642,27 @@ ckpt_finish(store *s)
 	pthread_mutex_unlock(&s->ck_mu);
 }
 
+/* Starts writing back the pages commits have written to the file since
+ * the last call, without waiting for them. Left to the checkpoint's sync,
+ * a checkpoint's pages (megabytes: every commit copies the pages it
+ * changes) reach the device queue in one burst, and the log writes that
+ * commits wait for queue behind it (measured: 2.8 ms a log write during a
+ * checkpoint, 0.37 ms outside); sent after each commit, they go out in
+ * small groups while the next batch is being prepared, and the sync finds
+ * little left to write. Durability does not depend on it. */
+static void
+write_ahead(store *s)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+	int fd;
+
+	if (mdb_env_get_fd(s->env, &fd) == 0)
+		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#else
+	(void)s;
+#endif
+}
+
 static void *
 ckpt_loop(void *arg)
 {
@@ -646,13 +670,20 @@ ckpt_loop(void *arg)
 
 	pthread_mutex_lock(&s->ck_mu);
 	for (;;) {
-		while (!s->ck_busy && !s->ck_stop)
+		while (!s->ck_busy && !s->ck_stop && !s->ck_ahead)
 			pthread_cond_wait(&s->ck_cv, &s->ck_mu);
-		if (!s->ck_busy)
+		if (s->ck_busy) {
+			pthread_mutex_unlock(&s->ck_mu);
+			ckpt_finish(s);
+			pthread_mutex_lock(&s->ck_mu);
+		} else if (s->ck_ahead) {
+			s->ck_ahead = 0;
+			pthread_mutex_unlock(&s->ck_mu);
+			write_ahead(s);
+			pthread_mutex_lock(&s->ck_mu);
+		} else {
 			break;
-		pthread_mutex_unlock(&s->ck_mu);
-		ckpt_finish(s);
-		pthread_mutex_lock(&s->ck_mu);
+		}
 	}
 	pthread_mutex_unlock(&s->ck_mu);
 	return NULL;
@@ -1213,6 +1244,12 @@ commit_logged(store_txn *t)
 		abort();
 	}
 	__atomic_store_n(&s->log_bytes, wal_used(s->wal), __ATOMIC_RELAXED);
+	if (rc == KI_OK && !s->nosync && s->ck_started) {
+		pthread_mutex_lock(&s->ck_mu);
+		s->ck_ahead = 1;
+		pthread_cond_broadcast(&s->ck_cv);
+		pthread_mutex_unlock(&s->ck_mu);
+	}
 	return rc;
 }
 
