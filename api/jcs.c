@@ -212,12 +212,59 @@ decimal_shortest(double v, struct decimal *d)
 		d->digits[--d->p] = '\0';
 }
 
+/* Writes the decimal 0.d1..dk x 10^n (k >= 1, d1 and dk not '0'), with
+ * its sign, as ECMA-262 Number::toString lays it out. Returns the length,
+ * or KI_EINVAL if it does not fit out. */
+static int
+write_decimal(int neg, const char *digits, int k, int n, char out[32])
+{
+	size_t o = 0;
+	int i;
+
+	if (neg)
+		out[o++] = '-';
+	if (k <= n && n <= 21) {
+		memcpy(out + o, digits, (size_t)k);
+		o += (size_t)k;
+		for (i = 0; i < n - k; i++)
+			out[o++] = '0';
+	} else if (0 < n && n <= 21) {
+		memcpy(out + o, digits, (size_t)n);
+		o += (size_t)n;
+		out[o++] = '.';
+		memcpy(out + o, digits + n, (size_t)(k - n));
+		o += (size_t)(k - n);
+	} else if (-6 < n && n <= 0) {
+		out[o++] = '0';
+		out[o++] = '.';
+		for (i = 0; i < -n; i++)
+			out[o++] = '0';
+		memcpy(out + o, digits, (size_t)k);
+		o += (size_t)k;
+	} else {
+		int e = n - 1, w;
+
+		out[o++] = digits[0];
+		if (k > 1) {
+			out[o++] = '.';
+			memcpy(out + o, digits + 1, (size_t)(k - 1));
+			o += (size_t)(k - 1);
+		}
+		w = snprintf(out + o, 32 - o, "e%c%d", e < 0 ? '-' : '+',
+		    e < 0 ? -e : e);
+		if (w < 0 || (size_t)w >= 32 - o)
+			return KI_EINVAL;
+		o += (size_t)w;
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
 int
 api_jcs_number(double v, char out[32])
 {
 	struct decimal d;
 	size_t o = 0;
-	int k, n, i;
 
 	if (!isfinite(v))
 		return KI_EINVAL;
@@ -248,43 +295,81 @@ api_jcs_number(double v, char out[32])
 		return (int)o;
 	}
 	decimal_shortest(v, &d);
-	k = d.p;
-	n = d.exp + 1; /* the value is 0.d1..dk x 10^n */
-	if (k <= n && n <= 21) {
-		memcpy(out + o, d.digits, (size_t)k);
-		o += (size_t)k;
-		for (i = 0; i < n - k; i++)
-			out[o++] = '0';
-	} else if (0 < n && n <= 21) {
-		memcpy(out + o, d.digits, (size_t)n);
-		o += (size_t)n;
-		out[o++] = '.';
-		memcpy(out + o, d.digits + n, (size_t)(k - n));
-		o += (size_t)(k - n);
-	} else if (-6 < n && n <= 0) {
-		out[o++] = '0';
-		out[o++] = '.';
-		for (i = 0; i < -n; i++)
-			out[o++] = '0';
-		memcpy(out + o, d.digits, (size_t)k);
-		o += (size_t)k;
-	} else {
-		int e = n - 1, w;
+	return write_decimal(o > 0, d.digits, d.p, d.exp + 1, out);
+}
 
-		out[o++] = d.digits[0];
-		if (k > 1) {
-			out[o++] = '.';
-			memcpy(out + o, d.digits + 1, (size_t)(k - 1));
-			o += (size_t)(k - 1);
-		}
-		w = snprintf(out + o, 32 - o, "e%c%d", e < 0 ? '-' : '+',
-		    e < 0 ? -e : e);
-		if (w < 0 || (size_t)w >= 32 - o)
-			return KI_EINVAL;
-		o += (size_t)w;
+int
+api_jcs_number_literal(const char *lit, char out[32])
+{
+	char digits[16];
+	const char *q = lit;
+	int neg = 0, k = 0, n = 0, lead = 1, zeros = 0;
+	long e = 0;
+
+	if (*q == '-') {
+		neg = 1;
+		q++;
 	}
-	out[o] = '\0';
-	return (int)o;
+	if (*q < '0' || *q > '9' || (*q == '0' && q[1] >= '0' && q[1] <= '9'))
+		return 0;
+	/* Significant digits into digits[] (trailing zeros counted apart
+	 * until a nonzero digit follows them); n counts the integer part's
+	 * digits from the first significant one, minus the fraction's zeros
+	 * before it. */
+	for (int frac = 0;; q++) {
+		if (*q == '.' && !frac) {
+			frac = 1;
+			if (q[1] < '0' || q[1] > '9')
+				return 0;
+			continue;
+		}
+		if (*q < '0' || *q > '9')
+			break;
+		if (lead && *q == '0') {
+			if (frac)
+				n--;
+			continue;
+		}
+		lead = 0;
+		if (*q == '0') {
+			zeros++;
+		} else {
+			if (k + zeros + 1 > 15)
+				return 0;
+			memset(digits + k, '0', (size_t)zeros);
+			k += zeros;
+			zeros = 0;
+			digits[k++] = *q;
+		}
+		if (!frac)
+			n++;
+	}
+	if (*q == 'e' || *q == 'E') {
+		int eneg = 0;
+
+		q++;
+		if (*q == '+' || *q == '-')
+			eneg = *q++ == '-';
+		if (*q < '0' || *q > '9')
+			return 0;
+		for (; *q >= '0' && *q <= '9'; q++)
+			if (e < 100000)
+				e = e * 10 + (*q - '0');
+		if (eneg)
+			e = -e;
+	}
+	if (*q != '\0')
+		return 0;
+	if (k == 0) {
+		out[0] = '0';
+		out[1] = '\0';
+		return 1;
+	}
+	/* Far from the ends of the normal range only: there every decimal of
+	 * at most 15 digits reads back from its double (DBL_DIG). */
+	if (n + e < -290 || n + e > 290)
+		return 0;
+	return write_decimal(neg, digits, k, n + (int)e, out);
 }
 
 /* ------------------------------------------------------------------ */
@@ -502,6 +587,15 @@ jcs_value(struct json_object *o, ki_buf *out)
 	case json_type_boolean:
 		return ki_buf_puts(out, json_object_get_boolean(o) ? "true" : "false");
 	case json_type_double:
+		/* A double parsed from text keeps its literal (json-c's _s
+		 * doubles): most are written from it without a search. */
+		rc = json_object_get_userdata(o) != NULL ?
+		    api_jcs_number_literal(json_object_get_userdata(o), num) : 0;
+		if (rc == 0)
+			rc = api_jcs_number(number_value(o), num);
+		if (rc < 0)
+			return rc;
+		return ki_buf_append(out, num, (size_t)rc);
 	case json_type_int:
 		rc = api_jcs_number(number_value(o), num);
 		if (rc < 0)

@@ -16,6 +16,15 @@
  * finite. */
 int api_jcs_number(double v, char out[32]);
 
+/* The same for the double a JSON number literal (RFC 8259 grammar, the
+ * whole string) reads as, taken from the literal's digits: when it has at
+ * most 15 significant digits and its magnitude lies within 1e-290..1e290,
+ * that double's shortest round-trip form has exactly those digits (DBL_DIG),
+ * so no search is needed. Returns the length written, or 0 when the
+ * literal is not such a number (the caller converts it and uses
+ * api_jcs_number). */
+int api_jcs_number_literal(const char *lit, char out[32]);
+
 /* Appends the canonical form of o to out. Object keys are sorted by their
  * UTF-16 code units; numbers (json-c int64, uint64 and double alike) are
  * treated as IEEE-754 doubles. Returns 0, KI_EINVAL (a non-finite number),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int test_jcs_register(void);
 
@@ -153,6 +154,109 @@ test_number_cases(void)
 	CU_ASSERT_EQUAL(api_jcs_number(NAN, out), KI_EINVAL);
 	CU_ASSERT_EQUAL(api_jcs_number(INFINITY, out), KI_EINVAL);
 	CU_ASSERT_EQUAL(api_jcs_number(-INFINITY, out), KI_EINVAL);
+}
+
+static void
+expect_literal(const char *lit, const char *want)
+{
+	char out[32];
+	int n;
+
+	memset(out, 'x', sizeof(out));
+	n = api_jcs_number_literal(lit, out);
+	if (want == NULL) {
+		CU_ASSERT_EQUAL(n, 0);
+		if (n != 0)
+			fprintf(stderr, "\nliteral %s: written as \"%s\", want "
+			    "it left to the double\n", lit, out);
+		return;
+	}
+	CU_ASSERT_EQUAL(n, (int)strlen(want));
+	CU_ASSERT(n > 0 && strcmp(out, want) == 0);
+	if (n <= 0 || strcmp(out, want) != 0)
+		fprintf(stderr, "\nliteral %s: got \"%s\", want \"%s\"\n", lit,
+		    n <= 0 ? "(not written)" : out, want);
+}
+
+/* A number literal of up to 15 significant digits is written from its
+ * digits: the same bytes as its double's search gives, on the cases and
+ * on random literals; the others are left to the double. */
+static void
+test_number_literals(void)
+{
+	unsigned seed = (unsigned)time(NULL);
+	size_t written = 0, bad = 0;
+
+	expect_literal("0.0", "0");
+	expect_literal("-0.0", "0");
+	expect_literal("0e5", "0");
+	expect_literal("1.0", "1");
+	expect_literal("1.5e3", "1500");
+	expect_literal("10.50", "10.5");
+	expect_literal("0.1", "0.1");
+	expect_literal("0.000001", "0.000001");
+	expect_literal("1e-7", "1e-7");
+	expect_literal("-1.25E-6", "-0.00000125");
+	expect_literal("123456789012345.0", "123456789012345");
+	expect_literal("100000000000000000000.0", "100000000000000000000");
+	expect_literal("1e21", "1e+21");
+	expect_literal("1.5e+300", NULL);  /* beyond 1e290: the double's */
+	expect_literal("1.5e280", "1.5e+280");
+	expect_literal("0.00000000000000000000000000000000000000001e45",
+	    "10000");
+	expect_literal("1.2345678901234567", NULL);  /* 17 digits */
+	expect_literal("1000000000000001.5", NULL);  /* 17 with inner zeros */
+	expect_literal("1e-300", NULL);
+	expect_literal("1e400", NULL);
+	expect_literal("1e99999999999999999999", NULL);
+	expect_literal("01.5", NULL);
+	expect_literal("1.", NULL);
+	expect_literal(".5", NULL);
+	expect_literal("1e", NULL);
+	expect_literal("1e+", NULL);
+	expect_literal("1.5.5", NULL);
+	expect_literal("-", NULL);
+	expect_literal("%.17g", NULL);
+	expect_literal("1.5 ", NULL);
+	expect_literal("", NULL);
+
+	srand(seed);
+	for (int i = 0; i < 200000; i++) {
+		char lit[64], got[32], want[32] = "";
+		int k = 1 + rand() % 17, point = rand() % (k + 1), o = 0;
+		int e = rand() % 3 == 0 ? rand() % 601 - 300 : 0, n;
+
+		if (rand() % 2)
+			lit[o++] = '-';
+		if (point == 0)
+			lit[o++] = '0';
+		for (int j = 0; j < k; j++) {
+			if (j == point && j > 0)
+				lit[o++] = '.';
+			if (j == point && j == 0)
+				lit[o++] = '.';
+			/* No leading zero in the integer part. */
+			lit[o++] = (char)('0' + (j == 0 && point > 0 ?
+			    1 + rand() % 9 : rand() % 10));
+		}
+		if (e != 0)
+			o += snprintf(lit + o, sizeof(lit) - (size_t)o, "e%d", e);
+		lit[o] = '\0';
+		n = api_jcs_number_literal(lit, got);
+		if (n == 0)
+			continue;
+		written++;
+		if (n < 0 || api_jcs_number(strtod(lit, NULL), want) != n ||
+		    strcmp(got, want) != 0) {
+			if (bad++ < 10)
+				fprintf(stderr, "\nliteral %s (seed %u): got \"%s\", "
+				    "the double's search \"%s\"\n", lit, seed, got,
+				    want);
+		}
+	}
+	CU_ASSERT_EQUAL(bad, 0);
+	/* Most random literals qualify; none is skipped wholesale. */
+	CU_ASSERT(written > 100000);
 }
 
 /* Every line of numbers.csv: "<hex bits>,<expected>". */
@@ -963,6 +1067,8 @@ test_jcs_register(void)
 	} tests[] = {
 		{ "number cases", test_number_cases },
 		{ "numbers.csv", test_numbers_csv },
+		{ "number literals written from their digits",
+		    test_number_literals },
 		{ "RFC 8785 vectors", test_vectors },
 		{ "serialize numbers", test_serialize_numbers },
 		{ "serialize non-finite", test_serialize_nonfinite },
