@@ -1,10 +1,15 @@
 /* server/http.c — libmicrohttpd glue: bodies, limits, headers, the access
  * log and metrics. The routes are in server/router.c. */
+#define _GNU_SOURCE /* accept4, pipe2 */
 #include "server/http.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,6 +27,11 @@ struct http_server {
 	watch_hub *hub;
 	unsigned port;
 	ki_buf cert, key;          /* PEM, kept for the daemon's life */
+	/* The listening socket is ours: one thread accepts and hands each
+	 * connection to the pool (see accept_loop). wake[1] stops it. */
+	int lfd, wake[2];
+	pthread_t acceptor;
+	int accepting;
 };
 
 /* Reads a whole PEM file into b (NUL-terminated). */
@@ -525,6 +535,87 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("http: %s", line);
 }
 
+/* Frees what http_start set up besides the daemon and the thread. */
+static void
+http_free(http_server *s)
+{
+	if (s->lfd >= 0)
+		close(s->lfd);
+	for (int i = 0; i < 2; i++)
+		if (s->wake[i] >= 0)
+			close(s->wake[i]);
+	ki_buf_free(&s->cert);
+	if (s->key.data != NULL)
+		OPENSSL_cleanse(s->key.data, s->key.len);
+	ki_buf_free(&s->key);
+	free(s);
+}
+
+/* Accepts connections and gives each to the pool. When every pool thread
+ * accepts from a shared socket, whichever wakes first takes a burst of
+ * connections: a client opening 32 keep-alive connections at once was seen
+ * to leave 28 on one thread and 4 on the other, so that one core served
+ * nearly every request. MHD_add_connection spreads them over the threads
+ * by descriptor. */
+static void *
+accept_loop(void *arg)
+{
+	http_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { s->lfd, POLLIN, 0 },
+			{ s->wake[0], POLLIN, 0 } };
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			log_error("http: poll on the listening socket: %s",
+			    strerror(errno));
+			return NULL;
+		}
+		if (p[1].revents != 0)
+			return NULL;
+		fd = accept4(s->lfd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				log_warn("http: accept: %s", strerror(errno));
+				usleep(10000);  /* until descriptors free up */
+			}
+			continue;   /* EAGAIN, ECONNABORTED, EINTR, ... */
+		}
+		/* On failure (a limit reached) MHD closes the socket. */
+		(void)MHD_add_connection(s->d, fd, (struct sockaddr *)&ss, len);
+	}
+}
+
+/* A listening socket on ss; -1 with errno on failure. */
+static int
+listen_on(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0), on = 1;
+
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 ||
+	    (ss->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6,
+	    IPV6_V6ONLY, &on, sizeof(on)) != 0) ||
+	    bind(fd, (const struct sockaddr *)ss, len) != 0 ||
+	    listen(fd, SOMAXCONN) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
 int
 http_start(http_server **out, const ki_config *cfg, router *rt,
 	watch_hub *hub)
@@ -536,9 +627,8 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	unsigned port = (unsigned)strtoul(colon + 1, NULL, 10);
 	unsigned threads = (unsigned)cfg->threads;
 	unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	    MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
+	    MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET;
 	http_server *s;
-	const union MHD_DaemonInfo *di;
 	struct MHD_OptionItem tls[3] = { { MHD_OPTION_END, 0, NULL } };
 
 	*out = NULL;
@@ -564,7 +654,6 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 			return KI_EINVAL;
 		sslen = sizeof(*in);
 	}
-	(void)sslen;
 	if (threads == 0) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -575,15 +664,14 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 		return KI_ENOMEM;
 	s->rt = rt;
 	s->hub = hub;
+	s->lfd = s->wake[0] = s->wake[1] = -1;
 	ki_buf_init(&s->cert);
 	ki_buf_init(&s->key);
 	if (cfg->tls_cert[0] != '\0') {
 		if (read_pem(cfg->tls_cert, &s->cert) != KI_OK ||
 		    read_pem(cfg->tls_key, &s->key) != KI_OK) {
 			log_error("cannot read the TLS certificate or key");
-			ki_buf_free(&s->cert);
-			ki_buf_free(&s->key);
-			free(s);
+			http_free(s);
 			return KI_EIO;
 		}
 		flags |= MHD_USE_TLS;
@@ -593,10 +681,24 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 			s->key.data };
 		tls[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
 	}
-	s->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, s,
+	if ((s->lfd = listen_on(&ss, sslen)) < 0) {
+		log_error("http: cannot listen on %s: %s", cfg->listen,
+		    strerror(errno));
+		http_free(s);
+		return KI_EIO;
+	}
+	sslen = sizeof(ss);
+	if (getsockname(s->lfd, (struct sockaddr *)&ss, &sslen) != 0 ||
+	    pipe2(s->wake, O_CLOEXEC) != 0) {
+		http_free(s);
+		return KI_EIO;
+	}
+	s->port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)(void *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)(void *)&ss)->sin_port);
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, handler, s,
 	    MHD_OPTION_ARRAY, tls,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)cfg->max_per_ip,
@@ -605,13 +707,15 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
-		ki_buf_free(&s->cert);
-		ki_buf_free(&s->key);
-		free(s);
+		http_free(s);
 		return KI_EIO;
 	}
-	di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = di ? di->port : port;
+	if (pthread_create(&s->acceptor, NULL, accept_loop, s) != 0) {
+		MHD_stop_daemon(s->d);
+		http_free(s);
+		return KI_EIO;
+	}
+	s->accepting = 1;
 	*out = s;
 	return KI_OK;
 }
@@ -625,12 +729,20 @@ http_port(const http_server *s)
 void
 http_stop(http_server *s)
 {
-	MHD_socket fd;
-
 	if (s == NULL)
 		return;
 	/* Stop accepting first; the pool threads finish what they hold. */
-	fd = MHD_quiesce_daemon(s->d);
+	if (s->accepting) {
+		ssize_t w;
+
+		do
+			w = write(s->wake[1], "x", 1);
+		while (w < 0 && errno == EINTR);
+		pthread_join(s->acceptor, NULL);
+		s->accepting = 0;
+	}
+	close(s->lfd);
+	s->lfd = -1;
 	if (s->hub != NULL)
 		watch_hub_shutdown(s->hub);
 	/* Requests being answered finish first (up to 30 s): an upload that
@@ -639,11 +751,5 @@ http_stop(http_server *s)
 	    __atomic_load_n(&s->rt->metrics->in_flight, __ATOMIC_RELAXED) > 0; i++)
 		usleep(10000);
 	MHD_stop_daemon(s->d);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
-	ki_buf_free(&s->cert);
-	if (s->key.data != NULL)
-		OPENSSL_cleanse(s->key.data, s->key.len);
-	ki_buf_free(&s->key);
-	free(s);
+	http_free(s);
 }

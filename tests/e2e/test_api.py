@@ -1306,6 +1306,67 @@ def head_answers_like_get():
     check(not bad, '\n'.join(bad))
 
 
+@test
+def connections_from_one_address_are_limited_and_keep_alive():
+    """The daemon accepts connections itself and hands them to its worker
+    threads: many keep-alive connections all answer, and one beyond
+    --max-per-ip is closed without an answer while the others go on."""
+    import socket
+    d = Daemon(sync=False, args=['--max-per-ip', '6']).start()
+
+    def ask(s):
+        s.sendall(b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        got = b''
+        while b'\r\n\r\n' not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                return None
+            got += chunk
+        head, _, body = got.partition(b'\r\n\r\n')
+        n = int(re.search(rb'Content-Length: *(\d+)', head, re.I).group(1))
+        while len(body) < n:
+            chunk = s.recv(4096)
+            if not chunk:
+                return None
+            body += chunk
+        return int(head.split()[1])
+
+    def connect_answered():
+        # The start-up probe's connection may not be gone yet: retry.
+        deadline = time.time() + 5
+        while True:
+            s = socket.create_connection(('127.0.0.1', d.port), timeout=5)
+            try:
+                if ask(s) == 200:
+                    return s
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+            s.close()
+            check(time.time() < deadline, 'a connection within the limit '
+                  'is not answered')
+            time.sleep(0.05)
+
+    conns = [connect_answered() for _ in range(6)]
+    for rnd in range(3):
+        for i, s in enumerate(conns):
+            eq(ask(s), 200, 'keep-alive connection %d, request %d' %
+               (i, rnd + 1))
+    extra = socket.create_connection(('127.0.0.1', d.port), timeout=5)
+    try:
+        answer = ask(extra)
+    except (ConnectionResetError, BrokenPipeError):
+        answer = None
+    eq(answer, None, 'a 7th connection from the address is closed')
+    extra.close()
+    for i, s in enumerate(conns):
+        eq(ask(s), 200, 'connection %d after the refused one' % i)
+    conns.pop().close()
+    connect_answered().close()   # one of the six closed: room again
+    for s in conns:
+        s.close()
+    d.stop()
+
+
 def ndjson(docs, bad_line=None, bad_at=None):
     lines = [json.dumps(x) for x in docs]
     if bad_line is not None:
