@@ -4,6 +4,7 @@
 #include "api/jcs.h"
 
 #include <json-c/json_object_iterator.h>
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -177,27 +178,19 @@ decimal_at(double v, const struct decimal *d17, int p, struct decimal *d)
 	return 0;
 }
 
-/* The shortest decimal that reads back as v (positive, finite), and among
- * those the nearest to v, as ECMA-262 asks. That some p-digit decimal fits
- * is monotone in p (append a zero), so the least p is found by bisection;
- * 17 digits always suffice for a double. */
+/* The least p at which a p-digit decimal reads back as v, by bisection
+ * (that some p-digit decimal fits is monotone in p: append a zero; 17
+ * digits always suffice for a double); d gets that decimal. */
 static void
-decimal_shortest(double v, struct decimal *d)
+decimal_search(double v, const struct decimal *d17, struct decimal *d)
 {
-	struct decimal d17, probe;
+	struct decimal probe;
 	int lo = 1, hi = 17, found = 0;
 
-	if (decimal_nearest_printf(v, 17, &d17) != 0) {
-		/* Cannot happen for a finite double; keep a defined answer. */
-		memset(d, 0, sizeof(*d));
-		d->digits[0] = '0';
-		d->p = 1;
-		return;
-	}
 	while (lo < hi) {
 		int mid = (lo + hi) / 2;
 
-		if (decimal_at(v, &d17, mid, &probe)) {
+		if (decimal_at(v, d17, mid, &probe)) {
 			hi = mid;
 			*d = probe;
 			found = hi;
@@ -207,7 +200,33 @@ decimal_shortest(double v, struct decimal *d)
 	}
 	/* lo always fits; it may not have been probed (17). */
 	if (found != lo)
-		(void)decimal_at(v, &d17, lo, d);
+		(void)decimal_at(v, d17, lo, d);
+}
+
+/* The shortest decimal that reads back as v (positive, finite), and among
+ * those the nearest to v, as ECMA-262 asks. For a normal double, three
+ * tries at most: when some decimal of at most 15 digits reads back as v,
+ * it is v's nearest 15-digit decimal with its trailing zeros dropped
+ * (DBL_DIG: a double turned into 15 digits gives back any 15-digit decimal
+ * it was read from); otherwise 16 digits may fit, and 17 always do. A
+ * subnormal double has fewer bits than that promise needs: searched. */
+static void
+decimal_shortest(double v, struct decimal *d)
+{
+	struct decimal d17;
+
+	if (decimal_nearest_printf(v, 17, &d17) != 0) {
+		/* Cannot happen for a finite double; keep a defined answer. */
+		memset(d, 0, sizeof(*d));
+		d->digits[0] = '0';
+		d->p = 1;
+		return;
+	}
+	if (v < DBL_MIN)
+		decimal_search(v, &d17, d);
+	else if (!(decimal_nearest(v, &d17, 15, d) == 0 && decimal_is(d, v)) &&
+	    !decimal_at(v, &d17, 16, d))
+		*d = d17;
 	while (d->p > 1 && d->digits[d->p - 1] == '0')
 		d->digits[--d->p] = '\0';
 }
