@@ -16,7 +16,11 @@ typedef struct figure {
 	int stat;        /* index into stat_names */
 	double value;    /* in the metric's base unit */
 	double shown;    /* as written */
-	char path[160];
+	/* Where it was written: timing.latencyNs.<key>, or (key NULL)
+	 * measurements[<index>].value; the path is spelled out only for a
+	 * cause. */
+	const char *key;
+	size_t index;
 } figure;
 
 static const char *const metric_names[] = { "latency", "peak_memory",
@@ -75,7 +79,7 @@ get_str(struct json_object *o, const char *key)
 
 static int
 add_figure(figure *f, size_t *n, int metric, int stat, double value,
-	double shown, const char *path)
+	double shown, const char *key, size_t index)
 {
 	if (*n >= MAX_FIGURES)
 		return 0;
@@ -83,9 +87,21 @@ add_figure(figure *f, size_t *n, int metric, int stat, double value,
 	f[*n].stat = stat;
 	f[*n].value = value;
 	f[*n].shown = shown;
-	snprintf(f[*n].path, sizeof(f[*n].path), "%s", path);
+	f[*n].key = key;
+	f[*n].index = index;
 	(*n)++;
 	return 1;
+}
+
+/* The field path of a figure under the run's path. */
+static const char *
+fig_path(const figure *f, const char *path, char p[160])
+{
+	if (f->key != NULL)
+		snprintf(p, 160, "%s.timing.latencyNs.%s", path, f->key);
+	else
+		snprintf(p, 160, "%s.measurements[%zu].value", path, f->index);
+	return p;
 }
 
 static int
@@ -112,9 +128,8 @@ collect(struct json_object *spec, const char *path, api_status *st,
 		json_object_object_foreach(lat, key, val) {
 			int s = index_of(stat_names, RANKED + 2, key);
 
-			snprintf(p, sizeof(p), "%s.timing.latencyNs.%s", path, key);
 			if (s >= 0 && api_json_number(val, &d))
-				add_figure(figs, &n, 0, s, d, d, p);
+				add_figure(figs, &n, 0, s, d, d, key, 0);
 		}
 	}
 	if (!json_object_object_get_ex(spec, "measurements", &ms) ||
@@ -137,8 +152,8 @@ collect(struct json_object *spec, const char *path, api_status *st,
 		if (mi < 0 || si < 0)
 			continue;
 		factor = unit_factor(mi, unit);
-		snprintf(p, sizeof(p), "%s.measurements[%zu].unit", path, i);
 		if (factor == 0) {
+			snprintf(p, sizeof(p), "%s.measurements[%zu].unit", path, i);
 			api_status_cause(st, "FieldValueInvalid", p,
 			    "Invalid value: \"%s\": not a unit of %s (use %s)", unit,
 			    metric, mi == 0 ? "ns, us, ms or s" :
@@ -146,15 +161,16 @@ collect(struct json_object *spec, const char *path, api_status *st,
 			    mi == 2 ? "GB/s" : "TFLOP/s or items/s");
 			continue;
 		}
-		snprintf(p, sizeof(p), "%s.measurements[%zu].value", path, i);
-		add_figure(figs, &n, mi, si, d * factor, d, p);
+		add_figure(figs, &n, mi, si, d * factor, d, NULL, i);
 	}
 	return n;
 }
 
 static void
-check_figures(const figure *figs, size_t n, api_status *st)
+check_figures(const figure *figs, size_t n, const char *path, api_status *st)
 {
+	char pa[160], pb[160];
+
 	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < n; j++) {
 			const figure *a = &figs[i], *b = &figs[j];
@@ -163,12 +179,13 @@ check_figures(const figure *figs, size_t n, api_status *st)
 				continue;
 			if (a->stat == b->stat) {
 				if (j > i && !close_enough(a->value, b->value, 0))
-					api_status_cause(st, "FieldValueDuplicate", b->path,
+					api_status_cause(st, "FieldValueDuplicate",
+					    fig_path(b, path, pb),
 					    "Duplicate value: %s %s is given twice with "
 					    "different values (%.17g and %.17g %s, see %s)",
 					    metric_names[a->metric], stat_names[a->stat],
 					    a->value, b->value, base_units[a->metric],
-					    a->path);
+					    fig_path(a, path, pa));
 				continue;
 			}
 			if (a->stat >= RANKED || b->stat >= RANKED ||
@@ -177,13 +194,14 @@ check_figures(const figure *figs, size_t n, api_status *st)
 			/* a ranks below b, so a's value must not exceed b's. */
 			if (a->value > b->value &&
 			    !close_enough(a->value, b->value, 0))
-				api_status_cause(st, "FieldValueInvalid", a->path,
+				api_status_cause(st, "FieldValueInvalid",
+				    fig_path(a, path, pa),
 				    "Invalid value: %.17g: %s %s (%.17g %s) must not "
 				    "exceed %s (%.17g %s, %s): quantiles must be ordered",
 				    a->shown, metric_names[a->metric],
 				    stat_names[a->stat], a->value, base_units[a->metric],
 				    stat_names[b->stat], b->value, base_units[b->metric],
-				    b->path);
+				    fig_path(b, path, pb));
 		}
 	}
 }
@@ -196,7 +214,7 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 	size_t n, api_status *st)
 {
 	struct json_object *sn, *metrics;
-	char p[160];
+	char p[160], pa[160];
 
 	if (!json_object_object_get_ex(spec, "sourceNative", &sn) ||
 	    !json_object_object_get_ex(sn, "metrics", &metrics) ||
@@ -219,10 +237,20 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 		if (*end != '\0' || end == key + 3 || l < 0 || l > 100)
 			continue;
 		q = (int)l;
-		if (q == 50)
-			snprintf(statname, sizeof(statname), "median");
-		else
-			snprintf(statname, sizeof(statname), "p%d", q);
+		if (q == 50) {
+			memcpy(statname, "median", 7);
+		} else {
+			/* "p" and q's one to three digits */
+			int k = 0;
+
+			statname[k++] = 'p';
+			if (q >= 100)
+				statname[k++] = (char)('0' + q / 100);
+			if (q >= 10)
+				statname[k++] = (char)('0' + q / 10 % 10);
+			statname[k++] = (char)('0' + q % 10);
+			statname[k] = '\0';
+		}
 		stat = index_of(stat_names, RANKED + 2, statname);
 		if (stat < 0 || !api_json_number(val, &d))
 			continue;
@@ -238,7 +266,8 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 				    "Invalid value: %.17g: %s %s = %.17g %s disagrees "
 				    "with %s = %.17g", d, key,
 				    metric == 0 ? "x 10^6" : "x 2^20", want,
-				    base_units[metric], figs[i].path, figs[i].value);
+				    base_units[metric], fig_path(&figs[i], path, pa),
+				    figs[i].value);
 			}
 		}
 	}
@@ -258,7 +287,7 @@ api_validate_run(struct json_object *spec, const char *path, api_status *st)
 	    !json_object_object_get_ex(spec, "measurements", NULL))
 		api_status_cause(st, "FieldValueRequired", path,
 		    "Required value: a run needs timing or measurements");
-	check_figures(figs, n, st);
+	check_figures(figs, n, path, st);
 	if (json_object_object_get_ex(spec, "timing", &timing) &&
 	    json_object_object_get_ex(timing, "latencyNs", &lat) &&
 	    (primary = get_str(timing, "primaryStatistic")) != NULL &&

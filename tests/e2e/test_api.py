@@ -688,6 +688,11 @@ def cases():
              code=422, reason='Invalid',
              fields=['run.spec.sourceNative.metrics.ms_50'],
              words=['ms_50']))
+    add(Case('source_native_inconsistent_quantile',
+             mut(put('run.spec.sourceNative.metrics.ms_80', 8.0)),
+             code=422, reason='Invalid',
+             fields=['run.spec.sourceNative.metrics.ms_80'],
+             words=['ms_80', 'measurements[1].value']))
     add(Case('primary_statistic_absent',
              mut(put('run.spec.timing.primaryStatistic', 'mean')),
              code=422, reason='Invalid',
