@@ -680,12 +680,21 @@ def a_verification_survives_a_restart_and_kver_watch_shows_progress():
     eq(st['phase'], 'Failed', 'no program: failed, %s' % st)
     check('cannot start' in st['message'], st['message'])
     d.stop()
-    # Queued while the daemon is down (written by a daemon that never ran
-    # it): a restart with a working program runs it.
-    d.args = ['--ref-program', '/bin/true-not-there']
+    # Running when the daemon dies (its program still measuring): a
+    # restart with a working program runs it again from the start.
+    slow = os.path.join(kitest.tempdir('kitest-prog-'), 'slow.sh')
+    with open(slow, 'w') as f:
+        f.write('#!/bin/sh\ncat >/dev/null\nexec sleep 30\n')
+    os.chmod(slow, 0o755)
+    d.args = ['--ref-program', slow]
     d.start()
     eq(d.post(G + '/verifications', verification('vq', SEED_RUN)).status, 201,
        'queued 2')
+    end = time.time() + 30
+    while d.get(G + '/verifications/vq').json()['status'].get('phase') != \
+            'Running':
+        check(time.time() < end, 'vq never started running')
+        time.sleep(0.1)
     d.kill()
     d.args = ['--ref-program', REF]
     d.start()
