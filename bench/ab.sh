@@ -3,7 +3,7 @@
 # -c64) on two or more kernelindexd binaries in turn, round after round, so
 # that a change is judged side by side on a noisy machine. Prints, per round
 # and binary, bundles/s, the server's CPU per POST (utime + stime over the
-# requests wrk counted) and wrk's p50, then the medians.
+# requests wrk counted) and wrk's p50 and p99, then the medians.
 #
 # usage: bench/ab.sh ROUNDS SECONDS LABEL=DAEMON [LABEL=DAEMON ...]
 #   KI_SHARED_DIR  where seed/ is (default: ../shared)
@@ -55,19 +55,22 @@ for r in $(seq "$ROUNDS"); do
 		echo "$r $label $(echo "$out" | sed 's/.*rps=\([0-9.]*\).*/\1/') \
 $(awk -v a="$t0" -v b="$t1" -v n="$n" -v hz="$(getconf CLK_TCK)" \
 		    'BEGIN { printf "%.0f", (b - a) / hz * 1e6 / n }') \
-$(echo "$out" | sed 's/.*p50_us=\([0-9]*\).*/\1/')"
+$(echo "$out" | sed 's/.*p50_us=\([0-9]*\).*/\1/') \
+$(echo "$out" | sed 's/.*p99_us=\([0-9]*\).*/\1/')"
 	done
-done | tee "$T/rows" | awk '{ printf "round %s  %-12s %9.0f bundles/s  %5d us CPU/POST  p50 %6.2f ms\n", $1, $2, $3, $4, $5 / 1000 }'
+done | tee "$T/rows" | awk '{ printf "round %s  %-12s %9.0f bundles/s  %5d us CPU/POST  p50 %6.2f ms  p99 %6.2f ms\n", $1, $2, $3, $4, $5 / 1000, $6 / 1000 }'
 echo "medians of $ROUNDS rounds:"
 python3 - "$T/rows" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    r, label, rps, cpu, p50 = line.split()
-    rows.setdefault(label, []).append((float(rps), float(cpu), float(p50)))
+    r, label, rps, cpu, p50, p99 = line.split()
+    rows.setdefault(label, []).append(
+        (float(rps), float(cpu), float(p50), float(p99)))
 for label, v in rows.items():
-    print("  %-12s %9.0f bundles/s  %5.0f us CPU/POST  p50 %6.2f ms" % (
-        label, statistics.median(x[0] for x in v),
+    print("  %-12s %9.0f bundles/s  %5.0f us CPU/POST  p50 %6.2f ms  "
+        "p99 %6.2f ms" % (label, statistics.median(x[0] for x in v),
         statistics.median(x[1] for x in v),
-        statistics.median(x[2] for x in v) / 1000))
+        statistics.median(x[2] for x in v) / 1000,
+        statistics.median(x[3] for x in v) / 1000))
 EOF
