@@ -1,5 +1,6 @@
 /* server/verifier.c — runs kernelindex-ref for pending Verifications. The
  * child's crash or timeout fails that verification, never the daemon. */
+#define _GNU_SOURCE /* pipe2 */
 #include "server/verifier.h"
 
 #include <errno.h>
@@ -7,10 +8,11 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +56,81 @@ cloexec_pipe(int fds[2])
 	return 0;
 }
 
+/* Makes fd the child's descriptor to: dup2, or, where it already is to,
+ * clears its close-on-exec flag (dup2 onto itself would leave it set). */
+static int
+child_fd(int fd, int to)
+{
+	if (fd != to)
+		return dup2(fd, to) == to ? 0 : -1;
+	return fcntl(fd, F_SETFD, 0);
+}
+
+/* Starts program in a process group of its own, with in, out and err as its
+ * standard streams, no signal blocked and SIGPIPE at its default. The child
+ * is killed when the calling thread ends, and so when the daemon dies
+ * however it dies (PR_SET_PDEATHSIG): a killed daemon leaves no reference
+ * program measuring on the GPU beside the one its restart starts again.
+ * posix_spawn has no way to ask for that, hence fork; between fork and
+ * exec the child calls only async-signal-safe functions. Returns 0 with
+ * *pid set, or an errno (exec's, sent back through a close-on-exec pipe). */
+static int
+spawn(const char *program, int in, int out, int err, pid_t *pid)
+{
+	char *argv[] = { (char *)(uintptr_t)program, NULL };
+	pid_t parent = getpid();
+	sigset_t all, old;
+	int ep[2], e = 0;
+	ssize_t n;
+
+	if (pipe2(ep, O_CLOEXEC) != 0)
+		return errno;
+	/* No handler of the daemon's may run in the child before exec. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	*pid = fork();
+	if (*pid == 0) {
+		struct sigaction dfl;
+		sigset_t none;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 ||
+		    getppid() != parent)
+			_exit(127);   /* the daemon is already gone */
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&none);
+		if (setpgid(0, 0) != 0 || child_fd(in, 0) != 0 ||
+		    child_fd(out, 1) != 0 || child_fd(err, 2) != 0 ||
+		    sigaction(SIGPIPE, &dfl, NULL) != 0 ||
+		    sigprocmask(SIG_SETMASK, &none, NULL) != 0)
+			e = errno;
+		else
+			execve(program, argv, environ);
+		if (e == 0)
+			e = errno;
+		n = write(ep[1], &e, sizeof(e));
+		(void)n;
+		_exit(127);
+	}
+	if (*pid < 0)
+		e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	close(ep[1]);
+	if (*pid > 0) {
+		while ((n = read(ep[0], &e, sizeof(e))) < 0 && errno == EINTR)
+			;
+		if (n == (ssize_t)sizeof(e)) {
+			while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			*pid = -1;
+		} else {
+			e = 0;   /* the pipe closed at exec */
+		}
+	}
+	close(ep[0]);
+	return e;
+}
+
 /* Runs the program with request on stdin; fills out (stdout) and err (a
  * description of a failure, empty on success). */
 static void
@@ -61,10 +138,6 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 	size_t errlen)
 {
 	int in[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	sigset_t none;
-	char *argv[] = { v->program, NULL };
 	char ebuf[MAX_STDERR + 1];
 	size_t elen = 0, written = 0;
 	double deadline = mono() + v->timeout;
@@ -82,31 +155,7 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	/* Its own process group, so a timeout kills everything it started;
-	 * and none of the daemon's blocked signals. */
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-	posix_spawnattr_setpgroup(&at, 0);
-	posix_spawnattr_setsigmask(&at, &none);
-	{
-		sigset_t def;
-
-		sigemptyset(&def);
-		sigaddset(&def, SIGPIPE);
-		sigaddset(&def, SIGTERM);
-		sigaddset(&def, SIGINT);
-		posix_spawnattr_setsigdefault(&at, &def);
-	}
-	rc = posix_spawn(&pid, v->program, &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (rc != 0) {
+	if ((rc = spawn(v->program, in[0], outp[1], errp[1], &pid)) != 0) {
 		snprintf(err, errlen, "cannot start %.400s: %s", v->program,
 		    strerror(rc));
 		pid = -1;

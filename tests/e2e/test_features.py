@@ -667,6 +667,15 @@ def verification_runs_the_reference_program():
     eq(kitest.cause_fields(r.json()), ['spec.runName'], 'the field')
 
 
+def process_alive(pid):
+    """Whether pid runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except OSError:
+        return False
+
+
 @test
 def a_verification_survives_a_restart_and_kver_watch_shows_progress():
     data = kitest.tempdir('kitest-ver-')
@@ -680,11 +689,15 @@ def a_verification_survives_a_restart_and_kver_watch_shows_progress():
     eq(st['phase'], 'Failed', 'no program: failed, %s' % st)
     check('cannot start' in st['message'], st['message'])
     d.stop()
-    # Running when the daemon dies (its program still measuring): a
-    # restart with a working program runs it again from the start.
-    slow = os.path.join(kitest.tempdir('kitest-prog-'), 'slow.sh')
+    # Running when the daemon dies (its program still measuring): the
+    # program dies with it, and a restart with a working program runs the
+    # verification again from the start.
+    prog_dir = kitest.tempdir('kitest-prog-')
+    slow = os.path.join(prog_dir, 'slow.sh')
+    pidfile = os.path.join(prog_dir, 'pid')
     with open(slow, 'w') as f:
-        f.write('#!/bin/sh\ncat >/dev/null\nexec sleep 30\n')
+        f.write('#!/bin/sh\necho $$ >%s\ncat >/dev/null\nexec sleep 30\n'
+                % pidfile)
     os.chmod(slow, 0o755)
     d.args = ['--ref-program', slow]
     d.start()
@@ -692,10 +705,24 @@ def a_verification_survives_a_restart_and_kver_watch_shows_progress():
        'queued 2')
     end = time.time() + 30
     while d.get(G + '/verifications/vq').json()['status'].get('phase') != \
-            'Running':
+            'Running' or not os.path.exists(pidfile):
         check(time.time() < end, 'vq never started running')
         time.sleep(0.1)
+    end = time.time() + 10
+    while True:
+        with open(pidfile) as f:
+            text = f.read().strip()
+        if text or time.time() > end:
+            break
+        time.sleep(0.05)
+    prog = int(text)
+    check(process_alive(prog), 'the program runs while the daemon does')
     d.kill()
+    end = time.time() + 10
+    while process_alive(prog) and time.time() < end:
+        time.sleep(0.05)
+    check(not process_alive(prog),
+          'the program (pid %d) outlived the killed daemon' % prog)
     d.args = ['--ref-program', REF]
     d.start()
     w = http.client.HTTPConnection('127.0.0.1', d.port, timeout=30)
