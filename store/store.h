@@ -190,8 +190,10 @@ typedef struct store_term {
 
 /* Like store_list(), over the objects of kind that satisfy every term,
  * found by intersecting the terms' posting lists (each in id order), not
- * by a scan. nterms 0 is store_list(). KI_EINVAL when a label pair is too
- * long to be indexed (see store_obj.labels). */
+ * by a scan; the newest objects, whose postings are written in groups (at
+ * most 64 of them), are read and matched instead. nterms 0 is
+ * store_list(). KI_EINVAL when a label pair is too long to be indexed (see
+ * store_obj.labels). */
 int store_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
 
