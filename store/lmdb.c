@@ -1,11 +1,11 @@
 /* store/lmdb.c — the embedded LMDB backend of store/store.h.
  *
- * Layout (format 3; named databases):
+ * Layout (format 4; named databases):
  *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq,
  *            "changes" -> u64 objects replaced or deleted (store_changes),
  *            "posted" -> u64 the last seq whose ref and label postings are
  *            written (see "the tail" below; absent: all are),
- *            "format" -> u64 3
+ *            "format" -> u64 4
  *   obj      id (u64 big-endian) -> record. An id is the kind in its top
  *            byte and a store-wide sequence below, so one kind's objects
  *            are one ascending key range: a list is a range read, and a
@@ -60,7 +60,7 @@
  *
  * A store of format 2 (objects keyed by seq, events holding copies, a
  * label index keyed by name) is converted at open, in batches, into the
- * format-3 tables; the old tables are dropped when the last batch commits
+ * tables above; the old tables are dropped when the last batch commits
  * (a crash in between starts the conversion again from the old tables).
  */
 #define _GNU_SOURCE /* pthread_rwlockattr_setkind_np: growth must not starve */
@@ -83,7 +83,10 @@
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
 #define REC_AUX 1   /* natural key and refs live in the aux table */
-#define FORMAT 3
+/* 4: format 3 and the tail's "posted". A format-3 store has every posting
+ * written, so it is marked 4 when opened, and a kernelindexd of format 3
+ * refuses a format-4 store: its lists would miss the tail's objects. */
+#define FORMAT 4
 #define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
 /* By default a checkpoint starts at the next write once the log holds
  * this much, or holds anything and the last one is this old (see
@@ -1007,6 +1010,9 @@ store_open(store **out, const char *dir, const store_options *opt)
 		if (!convert &&
 		    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK)
 			goto fail;
+	} else if (format == 3 &&
+	    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK) {
+		goto fail;
 	}
 	if ((rc = mdb_txn_commit(txn)) != 0) {
 		txn = NULL;

@@ -2,6 +2,7 @@
  * back-references, listing, events, persistence and a full map. */
 #define _GNU_SOURCE /* memmem */
 #include <CUnit/CUnit.h>
+#include <lmdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -760,6 +761,98 @@ test_tail_postings(void)
 	free(dir);
 }
 
+/* Rewrites the store at dir as a kernelindexd of format 3 left it: no
+ * "posted" (every posting written) and "format" 3. Returns 0 on success. */
+static int
+tl_make_format3(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta;
+	MDB_val k = { 6, (void *)(uintptr_t)"posted" };
+	MDB_val f = { 6, (void *)(uintptr_t)"format" }, v;
+	uint8_t three[8] = { 0, 0, 0, 0, 0, 0, 0, 3 };
+	int rc;
+
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 24);
+	mdb_env_set_mapsize(env, 64u << 20);
+	if ((rc = mdb_env_open(env, dir, 0, 0640)) == 0 &&
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) == 0) {
+		if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) == 0 &&
+		    (rc = mdb_del(txn, meta, &k, NULL)) == 0) {
+			v.mv_size = 8;
+			v.mv_data = three;
+			rc = mdb_put(txn, meta, &f, &v, 0);
+		}
+		rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+	}
+	mdb_env_close(env);
+	return rc;
+}
+
+/* A store of format 3 (no tail: every posting written, no "posted") opens
+ * as format 4, answers as before, and its next objects go to a tail. */
+static void
+test_tail_from_format3(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	static tl_model m;
+	store *s;
+	store_txn *t;
+	uint64_t format = 0;
+	int n = 0;
+
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < TL_N; i++)
+		m.kind[i] = 1;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	/* TAIL_MAX objects in one transaction: its commit writes every
+	 * posting, which is what a format-3 store has. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (; n < 64; n++)
+		CU_ASSERT_EQUAL(tl_put(t, &m, n, n % 3, n % 2, n % 2), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(tl_make_format3(dir), 0);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	tl_check(s, &m, n);
+	for (; n < 100; n++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL(tl_put(t, &m, n, n % 3, (n / 2) % 2, n % 2), KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		tl_check(s, &m, n + 1);
+	}
+	store_close(s);
+	/* Marked 4: a kernelindexd of format 3 would miss the tail. */
+	{
+		MDB_env *env;
+		MDB_txn *txn;
+		MDB_dbi meta;
+		MDB_val k = { 6, (void *)(uintptr_t)"format" }, v;
+
+		CU_ASSERT_EQUAL_FATAL(mdb_env_create(&env), 0);
+		mdb_env_set_maxdbs(env, 24);
+		CU_ASSERT_EQUAL_FATAL(mdb_env_open(env, dir, MDB_RDONLY, 0640), 0);
+		CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
+		CU_ASSERT_EQUAL(mdb_dbi_open(txn, "meta", 0, &meta), 0);
+		CU_ASSERT_EQUAL(mdb_get(txn, meta, &k, &v), 0);
+		if (v.mv_size == 8)
+			for (int i = 0; i < 8; i++)
+				format = format << 8 | ((const uint8_t *)v.mv_data)[i];
+		CU_ASSERT_EQUAL(format, 4);
+		mdb_txn_abort(txn);
+		mdb_env_close(env);
+	}
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	tl_check(s, &m, n);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* Each event shows the object as that event left it, though the current
  * record has moved on or is gone. */
 static void
@@ -1500,6 +1593,8 @@ test_store_register(void)
 	        "union, references, resume", test_index_queries) == NULL ||
 	    CU_add_test(s, "the tail: postings written in groups, lists and "
 	        "referrers read the newest records", test_tail_postings) == NULL ||
+	    CU_add_test(s, "a format-3 store opens as format 4 and gets a tail",
+	        test_tail_from_format3) == NULL ||
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and "
