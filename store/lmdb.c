@@ -1,11 +1,12 @@
 /* store/lmdb.c — the embedded LMDB backend of store/store.h.
  *
- * Layout (format 4; named databases):
+ * Layout (format 5; named databases):
  *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq,
  *            "changes" -> u64 objects replaced or deleted (store_changes),
- *            "posted" -> u64 the last seq whose ref and label postings are
- *            written (see "the tail" below; absent: all are),
- *            "format" -> u64 4
+ *            "posted" -> u64 the last seq whose ref and label postings and
+ *            facet counts are written (see "the tail" below; absent: all
+ *            are),
+ *            "format" -> u64 5
  *   obj      id (u64 big-endian) -> record. An id is the kind in its top
  *            byte and a store-wide sequence below, so one kind's objects
  *            are one ascending key range: a list is a range read, and a
@@ -27,11 +28,12 @@
  *   facet    kind byte + facet text -> u64 count
  *   token    SHA-256 of a token -> its JSON description
  *
- * The tail: the ref and label postings of the newest objects (seq above
- * "posted", at most TAIL_MAX of them) are not written yet; the commit that
- * takes the tail to TAIL_MAX writes them all, each posting list getting
- * its ids in one append. A list by postings reads the tail's records
- * instead. Written with each object, a run's twelve postings (8 labels,
+ * The tail: the ref and label postings and the facet counts of the
+ * newest objects (seq above "posted", at most TAIL_MAX of them) are not
+ * written yet; the commit that takes the tail to TAIL_MAX writes them all,
+ * each posting list getting its ids in one append and each count one
+ * update. A list by postings, a walk of referrers and the facet counts
+ * read the tail's records instead. Written with each object, a run's twelve postings (8 labels,
  * 4 references) were 32 of the 55 pages a lone run's commit wrote, each
  * a DUPSORT sub-tree's leaf and branch copied for one 8-byte id. Bytes
  * passed to write calls (/proc/PID/io wchar) a POST of a seed bundle:
@@ -83,10 +85,14 @@
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
 #define REC_AUX 1   /* natural key and refs live in the aux table */
-/* 4: format 3 and the tail's "posted". A format-3 store has every posting
- * written, so it is marked 4 when opened, and a kernelindexd of format 3
- * refuses a format-4 store: its lists would miss the tail's objects. */
-#define FORMAT 4
+/* 5: format 3 and the tail (meta "posted"). A format-3 store has every
+ * posting and count written, so it is marked 5 when opened; a format-4
+ * store (a tail of postings only: its facets were counted as its objects
+ * were put) gets its tail's postings written, then is marked 5 (see
+ * post_old_tail). A kernelindexd of an older format refuses a format-5
+ * store: its lists would miss the tail's objects, or count their facets
+ * twice. */
+#define FORMAT 5
 #define ID_SEQ_MASK ((UINT64_C(1) << 56) - 1)
 /* By default a checkpoint starts at the next write once the log holds
  * this much, or holds anything and the last one is this old (see
@@ -832,6 +838,7 @@ replay_one(void *arg, uint64_t txnid, const uint8_t *p, size_t len)
 }
 
 static int convert_v2(store *s);
+static int post_old_tail(store *s, MDB_txn *txn);
 
 static int
 env_open(store *s, const char *dir, uint64_t map_size)
@@ -1010,9 +1017,10 @@ store_open(store **out, const char *dir, const store_options *opt)
 		if (!convert &&
 		    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK)
 			goto fail;
-	} else if (format == 3 &&
-	    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK) {
-		goto fail;
+	} else if (format == 3 || format == 4) {
+		if ((rc = post_old_tail(s, txn)) != KI_OK ||
+		    (rc = meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK)
+			goto fail;
 	}
 	if ((rc = mdb_txn_commit(txn)) != 0) {
 		txn = NULL;
@@ -1792,13 +1800,52 @@ tail_maybe_post(store_txn *t)
 		/* A copy: the postings' writes may move the record's page. */
 		if ((rc = load_copy(t, l.ids[i], &copy, &o)) == KI_OK &&
 		    (rc = ref_postings(t, &o, 1)) == KI_OK)
-			rc = index_labels(t, &o, 1, 1, 0);
+			rc = index_labels(t, &o, 1, 1, 1);
 		free(copy);
 		if (rc != KI_OK)
 			goto out;
 	}
 	t->posted = t->seq;
 	t->posted_moved = 1;
+out:
+	free(l.ids);
+	return rc;
+}
+
+/* Format 4 (and the format-3 stores that already had "posted") counted a
+ * tail object's facets when it was put; format 5 counts them when it posts
+ * the object. Such a store's tail gets its postings here, in txn (the
+ * open's), its facets being counted already. A store without "posted" has
+ * no tail: nothing to do. */
+static int
+post_old_tail(store *s, MDB_txn *txn)
+{
+	store_txn t;
+	id_list l = { NULL, 0, 0 };
+	uint64_t posted, seq;
+	int rc;
+
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	t.txn = txn;
+	t.write = 1;
+	if ((rc = meta_get_u64(txn, s->meta, "seq", &seq)) != KI_OK ||
+	    (rc = posted_get(&t, &posted)) != KI_OK)
+		return rc;
+	if ((rc = tail_each(&t, posted, seq, id_list_add, &l)) != KI_OK)
+		goto out;
+	for (size_t i = 0; i < l.n; i++) {
+		store_obj o;
+		void *copy;
+
+		if ((rc = load_copy(&t, l.ids[i], &copy, &o)) == KI_OK &&
+		    (rc = ref_postings(&t, &o, 1)) == KI_OK)
+			rc = index_labels(&t, &o, 1, 1, 0);
+		free(copy);
+		if (rc != KI_OK)
+			goto out;
+	}
+	rc = meta_put_u64(txn, s->meta, "posted", seq);
 out:
 	free(l.ids);
 	return rc;
@@ -1847,7 +1894,7 @@ index_object(store_txn *t, const store_obj *o, int dir)
 	if ((rc = posted_get(t, &id)) != KI_OK)
 		return rc;
 	if ((o->seq & ID_SEQ_MASK) > id)
-		return index_labels(t, o, dir, 0, 1);   /* in the tail */
+		return KI_OK;   /* in the tail: counted when it is posted */
 	if ((rc = ref_postings(t, o, dir)) != KI_OK)
 		return rc;
 	return index_labels(t, o, dir, 1, 1);
@@ -2338,29 +2385,168 @@ out:
 	return rc;
 }
 
+/* One facet of the tail's objects, with how many of them have it. */
+typedef struct tail_facet {
+	size_t off, len;   /* in tail_facets.text */
+	const char *s;     /* text + off, once text stops growing */
+	uint64_t n;
+} tail_facet;
+
+typedef struct tail_facets {
+	store_txn *t;
+	int kind;
+	ki_buf text;       /* every facet of every tail object, back to back */
+	tail_facet *f;
+	size_t n, cap;
+} tail_facets;
+
+/* LMDB's default key order: bytes, then the shorter first. */
+static int
+bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c != 0 ? c : (al > bl) - (al < bl);
+}
+
+static int
+tail_facet_add(void *arg, uint64_t id)
+{
+	tail_facets *tf = arg;
+	store_obj o;
+	ki_buf fb;
+	const char *p, *end;
+	int rc;
+
+	if (store_id_kind(id) != tf->kind)
+		return 0;
+	if ((rc = store_get_by_seq(tf->t, id, &o)) != KI_OK)
+		return rc;
+	ki_buf_init(&fb);
+	p = o.facets;
+	end = o.facets ? o.facets + o.facets_len : NULL;
+	if (o.facets_len == 0 && tf->t->s->facets != NULL) {
+		if ((rc = tf->t->s->facets(o.kind, o.labels, o.labels_len, &fb)) !=
+		    KI_OK)
+			goto out;
+		p = fb.data;
+		end = fb.data ? fb.data + fb.len : NULL;
+	}
+	for (; p != NULL && p < end; p += strnlen(p, (size_t)(end - p)) + 1) {
+		size_t flen = strnlen(p, (size_t)(end - p));
+
+		if (flen == 0 || flen > STORE_MAX_NATKEY)
+			continue;   /* as index_labels: not counted */
+		if (tf->n == tf->cap) {
+			size_t cap = tf->cap ? tf->cap * 2 : 64;
+			tail_facet *grown = realloc(tf->f, cap * sizeof(*grown));
+
+			if (grown == NULL) {
+				rc = KI_ENOMEM;
+				goto out;
+			}
+			tf->f = grown;
+			tf->cap = cap;
+		}
+		tf->f[tf->n++] = (tail_facet){ tf->text.len, flen, NULL, 1 };
+		ki_buf_append(&tf->text, p, flen);
+	}
+	rc = tf->text.oom ? KI_ENOMEM : KI_OK;
+out:
+	ki_buf_free(&fb);
+	return rc;
+}
+
+static int
+tail_facet_cmp(const void *a, const void *b)
+{
+	const tail_facet *x = a, *y = b;
+
+	return bytes_cmp(x->s, x->len, y->s, y->len);
+}
+
+/* Collects the facets of kind's tail objects into tf, sorted as the facet
+ * table is, each once with its count. */
+static int
+tail_facets_collect(store_txn *t, int kind, tail_facets *tf)
+{
+	uint64_t posted;
+	size_t w = 0;
+	int rc;
+
+	memset(tf, 0, sizeof(*tf));
+	tf->t = t;
+	tf->kind = kind;
+	ki_buf_init(&tf->text);
+	if ((rc = posted_get(t, &posted)) != KI_OK ||
+	    (rc = tail_each(t, posted, ID_SEQ_MASK, tail_facet_add, tf)) !=
+	    KI_OK || tf->n == 0)
+		return rc;
+	for (size_t r = 0; r < tf->n; r++)
+		tf->f[r].s = tf->text.data + tf->f[r].off;
+	qsort(tf->f, tf->n, sizeof(*tf->f), tail_facet_cmp);
+	for (size_t r = 0; r < tf->n; r++) {
+		if (w > 0 && bytes_cmp(tf->f[w - 1].s, tf->f[w - 1].len,
+		    tf->f[r].s, tf->f[r].len) == 0)
+			tf->f[w - 1].n += tf->f[r].n;
+		else
+			tf->f[w++] = tf->f[r];
+	}
+	tf->n = w;
+	return KI_OK;
+}
+
 int
 store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
 {
 	uint8_t kb[1];
 	MDB_cursor *c;
 	MDB_val k = { 1, kb }, v;
+	tail_facets tf;
+	size_t i = 0;
 	int rc;
 
+	/* The counts in the table, merged with the tail's (see the tail). */
+	if ((rc = tail_facets_collect(t, kind, &tf)) != KI_OK)
+		goto done;
 	kb[0] = (uint8_t)kind;
-	if ((rc = mdb_cursor_open(t->txn, t->s->facet, &c)) != 0)
-		return map_rc(rc);
+	if ((rc = mdb_cursor_open(t->txn, t->s->facet, &c)) != 0) {
+		rc = map_rc(rc);
+		goto done;
+	}
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	while (rc == 0) {
+		const char *text = (const char *)k.mv_data + 1;
+		size_t len = k.mv_size - 1;
+		uint64_t n;
+
 		if (k.mv_size < 1 || ((uint8_t *)k.mv_data)[0] != (uint8_t)kind)
 			break;
-		if (v.mv_size == 8 && (rc = fn(arg, (const char *)k.mv_data + 1,
-		    k.mv_size - 1, get_be64(v.mv_data))) != 0)
-			goto out;
+		while (i < tf.n && bytes_cmp(tf.f[i].s,
+		    tf.f[i].len, text, len) < 0) {
+			if ((rc = fn(arg, tf.f[i].s, tf.f[i].len,
+			    tf.f[i].n)) != 0)
+				goto out;
+			i++;
+		}
+		if (v.mv_size == 8) {
+			n = get_be64(v.mv_data);
+			if (i < tf.n && bytes_cmp(tf.f[i].s,
+			    tf.f[i].len, text, len) == 0)
+				n += tf.f[i++].n;
+			if ((rc = fn(arg, text, len, n)) != 0)
+				goto out;
+		}
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 	}
 	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
+	for (; rc == KI_OK && i < tf.n; i++)
+		rc = fn(arg, tf.f[i].s, tf.f[i].len, tf.f[i].n);
 out:
 	mdb_cursor_close(c);
+done:
+	free(tf.f);
+	ki_buf_free(&tf.text);
 	return rc;
 }
 

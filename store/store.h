@@ -198,7 +198,8 @@ int store_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
 
 /* Calls fn for each facet of kind with its object count (> 0), in byte
- * order of the facet text, until fn returns non-zero. */
+ * order of the facet text, until fn returns non-zero. The counts of the
+ * newest objects (at most 64) come from their records. */
 typedef int (*store_facet_fn)(void *arg, const char *facet, size_t len,
 	uint64_t count);
 int store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);

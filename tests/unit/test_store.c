@@ -545,13 +545,15 @@ static const char *const tl_kerns[2] = { "emb", "rope" };
 static int
 tl_put(store_txn *t, tl_model *m, int i, int gpu, int kern, int ref)
 {
-	char name[16], labels[64], body[32];
+	char name[16], labels[64], facets[64], body[32];
 	uint8_t refs[32];
 	store_obj o;
-	size_t ll;
+	size_t ll, fl;
 	int rc;
 
 	snprintf(name, sizeof(name), "t%03d", i);
+	fl = (size_t)snprintf(facets, sizeof(facets), "gpu=%s%ckernel=%s%c",
+	    tl_gpus[gpu], 0, tl_kerns[kern], 0);
 	ll = (size_t)snprintf(labels, sizeof(labels), "gpu%c%s%ckernel%c%s%c",
 	    0, tl_gpus[gpu], 0, 0, tl_kerns[kern], 0);
 	snprintf(body, sizeof(body), "{\"i\":%d,\"g\":%d}", i, gpu);
@@ -569,6 +571,8 @@ tl_put(store_txn *t, tl_model *m, int i, int gpu, int kern, int ref)
 	o.nrefs = 1;
 	o.labels = labels;
 	o.labels_len = ll;
+	o.facets = facets;
+	o.facets_len = fl;
 	o.json = body;
 	o.json_len = strlen(body);
 	if ((rc = store_put(t, &o)) == KI_OK) {
@@ -617,8 +621,29 @@ tl_want(const tl_model *m, int q, int i)
 	}
 }
 
-/* Compares four queries, from the start and from after a middle id, and
- * the referrers of both refs, with the model. */
+typedef struct tl_facets {
+	char text[8][32];
+	uint64_t n[8];
+	size_t count;
+	int ordered;
+} tl_facets;
+
+static int
+tl_facet(void *arg, const char *facet, size_t len, uint64_t n)
+{
+	tl_facets *f = arg;
+
+	if (f->count == 8 || len >= sizeof(f->text[0]))
+		return 1;
+	if (f->count > 0 && strcmp(f->text[f->count - 1], facet) >= 0)
+		f->ordered = 0;
+	snprintf(f->text[f->count], sizeof(f->text[0]), "%.*s", (int)len, facet);
+	f->n[f->count++] = n;
+	return 0;
+}
+
+/* Compares four queries, from the start and from after a middle id, the
+ * referrers of both refs and the facet counts of kind 1 with the model. */
 static void
 tl_check(store *s, const tl_model *m, int n)
 {
@@ -686,6 +711,34 @@ tl_check(store *s, const tl_model *m, int n)
 				    m->id[i] == got.ids[j];
 			CU_ASSERT(found);
 		}
+	}
+	{
+		tl_facets f;
+		size_t nonzero = 0;
+
+		memset(&f, 0, sizeof(f));
+		f.ordered = 1;
+		CU_ASSERT_EQUAL(store_facets(t, 1, tl_facet, &f), KI_OK);
+		CU_ASSERT(f.ordered);
+		for (int g = 0; g < 5; g++) {
+			char text[32];
+			uint64_t count = 0, have = 0;
+
+			snprintf(text, sizeof(text), g < 3 ? "gpu=%s" : "kernel=%s",
+			    g < 3 ? tl_gpus[g] : tl_kerns[g - 3]);
+			for (int i = 0; i < n; i++)
+				count += m->kind[i] == 1 && m->alive[i] &&
+				    (g < 3 ? m->gpu[i] == g : m->kern[i] == g - 3);
+			for (size_t j = 0; j < f.count; j++)
+				if (strcmp(f.text[j], text) == 0)
+					have = f.n[j];
+			CU_ASSERT_EQUAL(have, count);
+			nonzero += count > 0;
+		}
+		/* Nothing else, and no facet whose count fell to 0. */
+		for (size_t j = 0; j < f.count; j++)
+			CU_ASSERT(f.n[j] > 0);
+		CU_ASSERT_EQUAL(f.count, nonzero);
 	}
 	store_abort(t);
 }
@@ -792,8 +845,127 @@ tl_make_format3(const char *dir)
 	return rc;
 }
 
+/* Rewrites the store at dir as a kernelindexd of format 4 left it: the
+ * facets of objects first..last-1 (its tail) counted, format 4. */
+static int
+tl_make_format4(const char *dir, const tl_model *m, int first, int last)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta, facet;
+	MDB_val f = { 6, (void *)(uintptr_t)"format" }, k, v;
+	uint8_t four[8] = { 0, 0, 0, 0, 0, 0, 0, 4 };
+	int rc;
+
+	if (mdb_env_create(&env) != 0)
+		return -1;
+	mdb_env_set_maxdbs(env, 24);
+	mdb_env_set_mapsize(env, 64u << 20);
+	if ((rc = mdb_env_open(env, dir, 0, 0640)) != 0 ||
+	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
+		mdb_env_close(env);
+		return rc ? rc : -1;
+	}
+	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) == 0 &&
+	    (rc = mdb_dbi_open(txn, "facet", 0, &facet)) == 0) {
+		v.mv_size = 8;
+		v.mv_data = four;
+		rc = mdb_put(txn, meta, &f, &v, 0);
+	}
+	for (int i = first; rc == 0 && i < last; i++) {
+		for (int g = 0; rc == 0 && g < 2 && m->alive[i]; g++) {
+			char key[40];
+			uint8_t cb[8];
+			uint64_t n = 0;
+
+			key[0] = (char)m->kind[i];
+			k.mv_size = 1 + (size_t)snprintf(key + 1, sizeof(key) - 1,
+			    g ? "kernel=%s" : "gpu=%s",
+			    g ? tl_kerns[m->kern[i]] : tl_gpus[m->gpu[i]]);
+			k.mv_data = key;
+			if (mdb_get(txn, facet, &k, &v) == 0 && v.mv_size == 8)
+				for (int b = 0; b < 8; b++)
+					n = n << 8 | ((const uint8_t *)v.mv_data)[b];
+			n++;
+			for (int b = 7; b >= 0; b--, n >>= 8)
+				cb[b] = (uint8_t)(n & 0xff);
+			v.mv_size = 8;
+			v.mv_data = cb;
+			rc = mdb_put(txn, facet, &k, &v, 0);
+		}
+	}
+	rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+	mdb_env_close(env);
+	return rc;
+}
+
+/* The "format" of the store at dir, 0 if unreadable. */
+static uint64_t
+tl_format(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta;
+	MDB_val k = { 6, (void *)(uintptr_t)"format" }, v;
+	uint64_t format = 0;
+
+	if (mdb_env_create(&env) != 0)
+		return 0;
+	mdb_env_set_maxdbs(env, 24);
+	if (mdb_env_open(env, dir, MDB_RDONLY, 0640) == 0 &&
+	    mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
+		if (mdb_dbi_open(txn, "meta", 0, &meta) == 0 &&
+		    mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 8)
+			for (int i = 0; i < 8; i++)
+				format = format << 8 |
+				    ((const uint8_t *)v.mv_data)[i];
+		mdb_txn_abort(txn);
+	}
+	mdb_env_close(env);
+	return format;
+}
+
+/* A store of format 4 (a tail of postings only, its facets counted) gets
+ * its tail's postings when opened, counts each facet once, and is marked
+ * 5. */
+static void
+test_tail_from_format4(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	static tl_model m;
+	store *s;
+	store_txn *t;
+	int n = 0;
+
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < TL_N; i++)
+		m.kind[i] = i % 5 == 2 ? 2 : 1;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	/* 64 posted, then a tail of 20. */
+	for (; n < 84; n++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL(tl_put(t, &m, n, n % 3, n % 2, (n / 3) % 2), KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(tl_make_format4(dir, &m, 64, 84), 0);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	tl_check(s, &m, n);
+	for (; n < 120; n++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL(tl_put(t, &m, n, (n / 2) % 3, n % 2, n % 2), KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	tl_check(s, &m, n);
+	store_close(s);
+	CU_ASSERT_EQUAL(tl_format(dir), 5);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* A store of format 3 (no tail: every posting written, no "posted") opens
- * as format 4, answers as before, and its next objects go to a tail. */
+ * as format 5, answers as before, and its next objects go to a tail. */
 static void
 test_tail_from_format3(void)
 {
@@ -802,7 +974,6 @@ test_tail_from_format3(void)
 	static tl_model m;
 	store *s;
 	store_txn *t;
-	uint64_t format = 0;
 	int n = 0;
 
 	memset(&m, 0, sizeof(m));
@@ -826,26 +997,8 @@ test_tail_from_format3(void)
 		tl_check(s, &m, n + 1);
 	}
 	store_close(s);
-	/* Marked 4: a kernelindexd of format 3 would miss the tail. */
-	{
-		MDB_env *env;
-		MDB_txn *txn;
-		MDB_dbi meta;
-		MDB_val k = { 6, (void *)(uintptr_t)"format" }, v;
-
-		CU_ASSERT_EQUAL_FATAL(mdb_env_create(&env), 0);
-		mdb_env_set_maxdbs(env, 24);
-		CU_ASSERT_EQUAL_FATAL(mdb_env_open(env, dir, MDB_RDONLY, 0640), 0);
-		CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn), 0);
-		CU_ASSERT_EQUAL(mdb_dbi_open(txn, "meta", 0, &meta), 0);
-		CU_ASSERT_EQUAL(mdb_get(txn, meta, &k, &v), 0);
-		if (v.mv_size == 8)
-			for (int i = 0; i < 8; i++)
-				format = format << 8 | ((const uint8_t *)v.mv_data)[i];
-		CU_ASSERT_EQUAL(format, 4);
-		mdb_txn_abort(txn);
-		mdb_env_close(env);
-	}
+	/* Marked 5: an older kernelindexd would miss the tail. */
+	CU_ASSERT_EQUAL(tl_format(dir), 5);
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	store_close(s);
@@ -1593,8 +1746,10 @@ test_store_register(void)
 	        "union, references, resume", test_index_queries) == NULL ||
 	    CU_add_test(s, "the tail: postings written in groups, lists and "
 	        "referrers read the newest records", test_tail_postings) == NULL ||
-	    CU_add_test(s, "a format-3 store opens as format 4 and gets a tail",
+	    CU_add_test(s, "a format-3 store opens as format 5 and gets a tail",
 	        test_tail_from_format3) == NULL ||
+	    CU_add_test(s, "a format-4 store's tail is posted when it opens, "
+	        "its facets counted once", test_tail_from_format4) == NULL ||
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and "
