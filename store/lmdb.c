@@ -33,9 +33,10 @@
  * written yet; the commit that takes the tail to TAIL_MAX writes them all,
  * each posting list getting its ids in one append and each count one
  * update. A list by postings, a walk of referrers and the facet counts
- * read the tail's records instead. Written with each object, a run's twelve postings (8 labels,
- * 4 references) were 32 of the 55 pages a lone run's commit wrote, each
- * a DUPSORT sub-tree's leaf and branch copied for one 8-byte id. Bytes
+ * read the tail's records instead. Written with each object, a run's
+ * twelve postings (8 labels, 4 references) were 32 of the 55 pages a lone
+ * run's commit wrote, each a DUPSORT sub-tree's leaf and branch copied for
+ * one 8-byte id. Bytes
  * passed to write calls (/proc/PID/io wchar) a POST of a seed bundle:
  * 230 KB on one connection with them, 103 KB with the postings' tail; 21
  * and 19 KB at 64 connections, where a batch's runs share the lists' last
@@ -1585,6 +1586,47 @@ store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 
 /* ---- writes ---- */
 
+/* The next pair of a label blob ("key\0value\0..."): sets key, value and
+ * their lengths, moves *p past the pair. Returns 0 at the end of the blob
+ * or at a pair it cuts short. */
+static int
+label_next(const char **p, const char *end, const char **key, size_t *klen,
+	const char **val, size_t *vlen)
+{
+	if (*p == NULL || *p >= end)
+		return 0;
+	*key = *p;
+	*klen = strnlen(*key, (size_t)(end - *key));
+	if (*key + *klen >= end)
+		return 0;
+	*val = *key + *klen + 1;
+	*vlen = strnlen(*val, (size_t)(end - *val));
+	if (*val + *vlen >= end)
+		return 0;
+	*p = *val + *vlen + 1;
+	return 1;
+}
+
+/* o's facets ("a\0b\0..."): its own, or those the store's facets function
+ * derives from its labels, into fb (caller frees). Sets *p and *end. */
+static int
+obj_facets(store_txn *t, const store_obj *o, ki_buf *fb, const char **p,
+	const char **end)
+{
+	int rc;
+
+	*p = o->facets;
+	*end = o->facets ? o->facets + o->facets_len : NULL;
+	if (o->facets_len == 0 && t->s->facets != NULL) {
+		if ((rc = t->s->facets(o->kind, o->labels, o->labels_len, fb)) !=
+		    KI_OK)
+			return rc;
+		*p = fb->data;
+		*end = fb->data ? fb->data + fb->len : NULL;
+	}
+	return KI_OK;
+}
+
 /* Adds (dir 1) or removes (dir -1) o's label postings (postings set) and
  * facet counts (facets set). */
 static int
@@ -1593,23 +1635,14 @@ index_labels(store_txn *t, const store_obj *o, int dir, int postings,
 {
 	uint8_t kb[2 + STORE_MAX_INDEXED + STORE_MAX_NATKEY], ib[8];
 	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
-	    NULL;
+	    NULL, *key, *val;
+	size_t klen, vlen, n;
 	ki_buf fb;
 	MDB_val k, v;
 	int rc;
 
 	put_be64(ib, o->seq);
-	while (postings && p != NULL && p < end) {
-		const char *key = p, *val;
-		size_t klen = strnlen(key, (size_t)(end - key)), vlen, n;
-
-		if (key + klen >= end)
-			break;
-		val = key + klen + 1;
-		vlen = strnlen(val, (size_t)(end - val));
-		if (val + vlen >= end)
-			break;
-		p = val + vlen + 1;
+	while (postings && label_next(&p, end, &key, &klen, &val, &vlen)) {
 		if ((n = label_key(kb, o->kind, key, klen, val, vlen)) == 0)
 			continue;
 		k.mv_size = n;
@@ -1621,18 +1654,11 @@ index_labels(store_txn *t, const store_obj *o, int dir, int postings,
 		if (rc != 0 && rc != MDB_NOTFOUND && rc != MDB_KEYEXIST)
 			return map_rc(rc);
 	}
-	ki_buf_init(&fb);
 	if (!facets)
 		return KI_OK;
-	p = o->facets;
-	end = o->facets ? o->facets + o->facets_len : NULL;
-	if (o->facets_len == 0 && t->s->facets != NULL) {
-		if ((rc = t->s->facets(o->kind, o->labels, o->labels_len, &fb)) !=
-		    KI_OK)
-			goto out;
-		p = fb.data;
-		end = fb.data ? fb.data + fb.len : NULL;
-	}
+	ki_buf_init(&fb);
+	if ((rc = obj_facets(t, o, &fb, &p, &end)) != KI_OK)
+		goto out;
 	while (p != NULL && p < end) {
 		size_t flen = strnlen(p, (size_t)(end - p));
 
@@ -1754,38 +1780,60 @@ out:
 	return rc;
 }
 
-typedef struct id_list {
-	uint64_t *ids;
-	size_t n, cap;
-} id_list;
-
+/* Appends id to the ki_buf at arg: a list of ids (see id_at). */
 static int
-id_list_add(void *arg, uint64_t id)
+id_add(void *arg, uint64_t id)
 {
-	id_list *l = arg;
+	return ki_buf_append(arg, &id, sizeof(id));
+}
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		uint64_t *grown = realloc(l->ids, cap * sizeof(*grown));
+static uint64_t
+id_at(const ki_buf *ids, size_t i)
+{
+	uint64_t id;
 
-		if (grown == NULL)
-			return KI_ENOMEM;
-		l->ids = grown;
-		l->cap = cap;
-	}
-	l->ids[l->n++] = id;
-	return 0;
+	memcpy(&id, ids->data + i * sizeof(id), sizeof(id));
+	return id;
 }
 
 static int load_copy(store_txn *t, uint64_t id, void **copy, store_obj *old);
 
-/* Writes the postings of the tail once it holds TAIL_MAX objects (or
- * more: one transaction may add many), in id order, so that each posting
- * list gets its new ids as one append; "posted" moves to the last seq. */
+/* Writes the postings, and the facet counts if facets is set, of the
+ * objects with seqs in (from, upto], in id order, so that each posting list
+ * gets its new ids as one append; "posted" moves to upto. */
+static int
+tail_post(store_txn *t, uint64_t from, uint64_t upto, int facets)
+{
+	ki_buf ids;
+	int rc;
+
+	ki_buf_init(&ids);
+	if ((rc = tail_each(t, from, upto, id_add, &ids)) != KI_OK)
+		goto out;
+	for (size_t i = 0; i < ids.len / sizeof(uint64_t); i++) {
+		store_obj o;
+		void *copy;
+
+		/* A copy: the postings' writes may move the record's page. */
+		if ((rc = load_copy(t, id_at(&ids, i), &copy, &o)) == KI_OK &&
+		    (rc = ref_postings(t, &o, 1)) == KI_OK)
+			rc = index_labels(t, &o, 1, 1, facets);
+		free(copy);
+		if (rc != KI_OK)
+			goto out;
+	}
+	t->posted = upto;
+	t->posted_moved = 1;
+out:
+	ki_buf_free(&ids);
+	return rc;
+}
+
+/* Posts the tail once it holds TAIL_MAX objects (or more: one transaction
+ * may add many). */
 static int
 tail_maybe_post(store_txn *t)
 {
-	id_list l = { NULL, 0, 0 };
 	uint64_t posted;
 	int rc;
 
@@ -1793,25 +1841,7 @@ tail_maybe_post(store_txn *t)
 		return rc;
 	if (!t->seq_read || t->seq < posted || t->seq - posted < TAIL_MAX)
 		return KI_OK;
-	if ((rc = tail_each(t, posted, t->seq, id_list_add, &l)) != KI_OK)
-		goto out;
-	for (size_t i = 0; i < l.n; i++) {
-		store_obj o;
-		void *copy;
-
-		/* A copy: the postings' writes may move the record's page. */
-		if ((rc = load_copy(t, l.ids[i], &copy, &o)) == KI_OK &&
-		    (rc = ref_postings(t, &o, 1)) == KI_OK)
-			rc = index_labels(t, &o, 1, 1, 1);
-		free(copy);
-		if (rc != KI_OK)
-			goto out;
-	}
-	t->posted = t->seq;
-	t->posted_moved = 1;
-out:
-	free(l.ids);
-	return rc;
+	return tail_post(t, posted, t->seq, 1);
 }
 
 /* Format 4 (and the format-3 stores that already had "posted") counted a
@@ -1823,7 +1853,6 @@ static int
 post_old_tail(store *s, MDB_txn *txn)
 {
 	store_txn t;
-	id_list l = { NULL, 0, 0 };
 	uint64_t posted, seq;
 	int rc;
 
@@ -1832,25 +1861,10 @@ post_old_tail(store *s, MDB_txn *txn)
 	t.txn = txn;
 	t.write = 1;
 	if ((rc = meta_get_u64(txn, s->meta, "seq", &seq)) != KI_OK ||
-	    (rc = posted_get(&t, &posted)) != KI_OK)
+	    (rc = posted_get(&t, &posted)) != KI_OK ||
+	    (rc = tail_post(&t, posted, seq, 0)) != KI_OK)
 		return rc;
-	if ((rc = tail_each(&t, posted, seq, id_list_add, &l)) != KI_OK)
-		goto out;
-	for (size_t i = 0; i < l.n; i++) {
-		store_obj o;
-		void *copy;
-
-		if ((rc = load_copy(&t, l.ids[i], &copy, &o)) == KI_OK &&
-		    (rc = ref_postings(&t, &o, 1)) == KI_OK)
-			rc = index_labels(&t, &o, 1, 1, 0);
-		free(copy);
-		if (rc != KI_OK)
-			goto out;
-	}
-	rc = meta_put_u64(txn, s->meta, "posted", seq);
-out:
-	free(l.ids);
-	return rc;
+	return meta_put_u64(txn, s->meta, "posted", seq);
 }
 
 /* Adds (dir 1) or removes (dir -1) the digest, natural-key, reference and
@@ -2201,24 +2215,13 @@ static int
 obj_has_label(const store_obj *o, const char *key, const char *value)
 {
 	const char *p = o->labels, *end = o->labels ? o->labels + o->labels_len :
-	    NULL;
-	size_t kl = strlen(key), vl = strlen(value);
+	    NULL, *k, *v;
+	size_t kl = strlen(key), vl = strlen(value), klen, vlen;
 
-	while (p != NULL && p < end) {
-		const char *val;
-		size_t klen = strnlen(p, (size_t)(end - p)), vlen;
-
-		if (p + klen >= end)
-			break;
-		val = p + klen + 1;
-		vlen = strnlen(val, (size_t)(end - val));
-		if (val + vlen >= end)
-			break;
-		if (klen == kl && vlen == vl && memcmp(p, key, kl) == 0 &&
-		    memcmp(val, value, vl) == 0)
+	while (label_next(&p, end, &k, &klen, &v, &vlen))
+		if (klen == kl && vlen == vl && memcmp(k, key, kl) == 0 &&
+		    memcmp(v, value, vl) == 0)
 			return 1;
-		p = val + vlen + 1;
-	}
 	return 0;
 }
 
@@ -2425,15 +2428,8 @@ tail_facet_add(void *arg, uint64_t id)
 	if ((rc = store_get_by_seq(tf->t, id, &o)) != KI_OK)
 		return rc;
 	ki_buf_init(&fb);
-	p = o.facets;
-	end = o.facets ? o.facets + o.facets_len : NULL;
-	if (o.facets_len == 0 && tf->t->s->facets != NULL) {
-		if ((rc = tf->t->s->facets(o.kind, o.labels, o.labels_len, &fb)) !=
-		    KI_OK)
-			goto out;
-		p = fb.data;
-		end = fb.data ? fb.data + fb.len : NULL;
-	}
+	if ((rc = obj_facets(tf->t, &o, &fb, &p, &end)) != KI_OK)
+		goto out;
 	for (; p != NULL && p < end; p += strnlen(p, (size_t)(end - p)) + 1) {
 		size_t flen = strnlen(p, (size_t)(end - p));
 
@@ -2555,7 +2551,7 @@ done:
 typedef struct referrer_arg {
 	store_txn *t;
 	const uint8_t *digest;
-	id_list l;
+	ki_buf *ids;
 } referrer_arg;
 
 static int
@@ -2567,7 +2563,7 @@ tail_referrer(void *arg, uint64_t id)
 
 	if ((rc = store_get_by_seq(a->t, id, &o)) != KI_OK)
 		return rc;
-	return obj_has_ref(&o, a->digest) ? id_list_add(&a->l, id) : 0;
+	return obj_has_ref(&o, a->digest) ? id_add(a->ids, id) : 0;
 }
 
 int
@@ -2576,8 +2572,9 @@ store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 {
 	MDB_cursor *c;
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)digest }, v;
-	uint64_t *ids = NULL, *grown;
-	size_t n = 0, cap = 0;
+	ki_buf ids;
+	referrer_arg ra = { t, digest, &ids };
+	uint64_t posted;
 	store_obj o;
 	int rc;
 
@@ -2585,37 +2582,23 @@ store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	 * invalidate the cursor. */
 	if ((rc = mdb_cursor_open(t->txn, t->s->ref, &c)) != 0)
 		return map_rc(rc);
+	ki_buf_init(&ids);
 	rc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
 	while (rc == 0 && v.mv_size == 8) {
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(ids, cap * sizeof(*ids));
-			if (grown == NULL) {
-				rc = ENOMEM;
-				break;
-			}
-			ids = grown;
-		}
-		ids[n++] = get_be64(v.mv_data);
+		if ((rc = id_add(&ids, get_be64(v.mv_data))) != KI_OK)
+			break;
 		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT_DUP);
 	}
 	mdb_cursor_close(c);
 	rc = rc == MDB_NOTFOUND || rc == 0 ? KI_OK : map_rc(rc);
 	/* And the tail's, which have no postings yet. */
-	if (rc == KI_OK) {
-		referrer_arg ra = { t, digest, { ids, n, cap } };
-		uint64_t posted;
-
-		if ((rc = posted_get(t, &posted)) == KI_OK)
-			rc = tail_each(t, posted, ID_SEQ_MASK, tail_referrer, &ra);
-		ids = ra.l.ids;
-		n = ra.l.n;
-	}
-	for (size_t i = 0; rc == KI_OK && i < n; i++) {
-		if ((rc = store_get_by_seq(t, ids[i], &o)) == KI_OK)
+	if (rc == KI_OK && (rc = posted_get(t, &posted)) == KI_OK)
+		rc = tail_each(t, posted, ID_SEQ_MASK, tail_referrer, &ra);
+	for (size_t i = 0; rc == KI_OK && i < ids.len / sizeof(uint64_t); i++) {
+		if ((rc = store_get_by_seq(t, id_at(&ids, i), &o)) == KI_OK)
 			rc = fn(arg, &o);
 	}
-	free(ids);
+	ki_buf_free(&ids);
 	return rc;
 }
 

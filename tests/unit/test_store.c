@@ -814,6 +814,51 @@ test_tail_postings(void)
 	free(dir);
 }
 
+/* Opens the LMDB environment of the store at dir and a transaction on it,
+ * read-only if rdonly. Returns 0 or LMDB's error (nothing left open). */
+static int
+tl_lmdb_open(const char *dir, int rdonly, MDB_env **env, MDB_txn **txn)
+{
+	int rc;
+
+	if ((rc = mdb_env_create(env)) != 0)
+		return rc;
+	mdb_env_set_maxdbs(*env, 24);
+	if ((rc = mdb_env_open(*env, dir, rdonly ? MDB_RDONLY : 0, 0640)) != 0 ||
+	    (rc = mdb_txn_begin(*env, NULL, rdonly ? MDB_RDONLY : 0, txn)) != 0)
+		mdb_env_close(*env);
+	return rc;
+}
+
+/* Commits txn if rc is 0, else aborts it; closes env. Returns the result. */
+static int
+tl_lmdb_close(MDB_env *env, MDB_txn *txn, int rc)
+{
+	rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
+	mdb_env_close(env);
+	return rc;
+}
+
+static uint64_t
+tl_be64(const MDB_val *v)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < v->mv_size && i < 8; i++)
+		n = n << 8 | ((const uint8_t *)v->mv_data)[i];
+	return n;
+}
+
+/* Puts n as meta "format" in txn. */
+static int
+tl_put_format(MDB_txn *txn, MDB_dbi meta, uint8_t n)
+{
+	uint8_t b[8] = { 0, 0, 0, 0, 0, 0, 0, n };
+	MDB_val f = { 6, (void *)(uintptr_t)"format" }, v = { 8, b };
+
+	return mdb_put(txn, meta, &f, &v, 0);
+}
+
 /* Rewrites the store at dir as a kernelindexd of format 3 left it: no
  * "posted" (every posting written) and "format" 3. Returns 0 on success. */
 static int
@@ -823,26 +868,14 @@ tl_make_format3(const char *dir)
 	MDB_txn *txn;
 	MDB_dbi meta;
 	MDB_val k = { 6, (void *)(uintptr_t)"posted" };
-	MDB_val f = { 6, (void *)(uintptr_t)"format" }, v;
-	uint8_t three[8] = { 0, 0, 0, 0, 0, 0, 0, 3 };
 	int rc;
 
-	if (mdb_env_create(&env) != 0)
-		return -1;
-	mdb_env_set_maxdbs(env, 24);
-	mdb_env_set_mapsize(env, 64u << 20);
-	if ((rc = mdb_env_open(env, dir, 0, 0640)) == 0 &&
-	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) == 0) {
-		if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) == 0 &&
-		    (rc = mdb_del(txn, meta, &k, NULL)) == 0) {
-			v.mv_size = 8;
-			v.mv_data = three;
-			rc = mdb_put(txn, meta, &f, &v, 0);
-		}
-		rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
-	}
-	mdb_env_close(env);
-	return rc;
+	if ((rc = tl_lmdb_open(dir, 0, &env, &txn)) != 0)
+		return rc;
+	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) == 0 &&
+	    (rc = mdb_del(txn, meta, &k, NULL)) == 0)
+		rc = tl_put_format(txn, meta, 3);
+	return tl_lmdb_close(env, txn, rc);
 }
 
 /* Rewrites the store at dir as a kernelindexd of format 4 left it: the
@@ -853,25 +886,14 @@ tl_make_format4(const char *dir, const tl_model *m, int first, int last)
 	MDB_env *env;
 	MDB_txn *txn;
 	MDB_dbi meta, facet;
-	MDB_val f = { 6, (void *)(uintptr_t)"format" }, k, v;
-	uint8_t four[8] = { 0, 0, 0, 0, 0, 0, 0, 4 };
+	MDB_val k, v;
 	int rc;
 
-	if (mdb_env_create(&env) != 0)
-		return -1;
-	mdb_env_set_maxdbs(env, 24);
-	mdb_env_set_mapsize(env, 64u << 20);
-	if ((rc = mdb_env_open(env, dir, 0, 0640)) != 0 ||
-	    (rc = mdb_txn_begin(env, NULL, 0, &txn)) != 0) {
-		mdb_env_close(env);
-		return rc ? rc : -1;
-	}
+	if ((rc = tl_lmdb_open(dir, 0, &env, &txn)) != 0)
+		return rc;
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) == 0 &&
-	    (rc = mdb_dbi_open(txn, "facet", 0, &facet)) == 0) {
-		v.mv_size = 8;
-		v.mv_data = four;
-		rc = mdb_put(txn, meta, &f, &v, 0);
-	}
+	    (rc = mdb_dbi_open(txn, "facet", 0, &facet)) == 0)
+		rc = tl_put_format(txn, meta, 4);
 	for (int i = first; rc == 0 && i < last; i++) {
 		for (int g = 0; rc == 0 && g < 2 && m->alive[i]; g++) {
 			char key[40];
@@ -884,8 +906,7 @@ tl_make_format4(const char *dir, const tl_model *m, int first, int last)
 			    g ? tl_kerns[m->kern[i]] : tl_gpus[m->gpu[i]]);
 			k.mv_data = key;
 			if (mdb_get(txn, facet, &k, &v) == 0 && v.mv_size == 8)
-				for (int b = 0; b < 8; b++)
-					n = n << 8 | ((const uint8_t *)v.mv_data)[b];
+				n = tl_be64(&v);
 			n++;
 			for (int b = 7; b >= 0; b--, n >>= 8)
 				cb[b] = (uint8_t)(n & 0xff);
@@ -894,9 +915,7 @@ tl_make_format4(const char *dir, const tl_model *m, int first, int last)
 			rc = mdb_put(txn, facet, &k, &v, 0);
 		}
 	}
-	rc = rc == 0 ? mdb_txn_commit(txn) : (mdb_txn_abort(txn), rc);
-	mdb_env_close(env);
-	return rc;
+	return tl_lmdb_close(env, txn, rc);
 }
 
 /* The "format" of the store at dir, 0 if unreadable. */
@@ -909,19 +928,12 @@ tl_format(const char *dir)
 	MDB_val k = { 6, (void *)(uintptr_t)"format" }, v;
 	uint64_t format = 0;
 
-	if (mdb_env_create(&env) != 0)
+	if (tl_lmdb_open(dir, 1, &env, &txn) != 0)
 		return 0;
-	mdb_env_set_maxdbs(env, 24);
-	if (mdb_env_open(env, dir, MDB_RDONLY, 0640) == 0 &&
-	    mdb_txn_begin(env, NULL, MDB_RDONLY, &txn) == 0) {
-		if (mdb_dbi_open(txn, "meta", 0, &meta) == 0 &&
-		    mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 8)
-			for (int i = 0; i < 8; i++)
-				format = format << 8 |
-				    ((const uint8_t *)v.mv_data)[i];
-		mdb_txn_abort(txn);
-	}
-	mdb_env_close(env);
+	if (mdb_dbi_open(txn, "meta", 0, &meta) == 0 &&
+	    mdb_get(txn, meta, &k, &v) == 0 && v.mv_size == 8)
+		format = tl_be64(&v);
+	tl_lmdb_close(env, txn, 1);   /* read-only: aborted */
 	return format;
 }
 
