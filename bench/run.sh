@@ -516,6 +516,8 @@ list_url() {
 	scan) echo "limit=100&labelSelector=${L_NOTIN[$1]}" ;;
 	esac
 }
+# kipair LINE KEY — the number after KEY= in pair's KIPAIR line.
+kipair() { printf '%s\n' "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
 # list_round — the seven queries, each on both stores side by side: the
 # pair client alternates its requests between them (one connection each),
 # so that a moment when the machine is busy elsewhere weighs on both.
@@ -543,9 +545,9 @@ list_round() {
 			local k=a
 			[ "$sc" = large ] && k=b
 			rec "list_${sc}_${q}_p50_us" \
-			    "$(printf '%s\n' "$line" | sed -n "s/.* ${k}_p50_us=\([0-9]*\).*/\1/p")"
+			    "$(kipair "$line" "${k}_p50_us")"
 			rec "list_${sc}_${q}_p99_us" \
-			    "$(printf '%s\n' "$line" | sed -n "s/.* ${k}_p99_us=\([0-9]*\).*/\1/p")"
+			    "$(kipair "$line" "${k}_p99_us")"
 			# Server CPU per request: its ticks over the pair's requests
 			# (with the 50 warm-up ones).
 			rec "list_${sc}_${q}_cpu_us" "$(awk -v d=$(($(ticks "${L_PID[$sc]}") - t0[$sc])) \
@@ -564,14 +566,10 @@ continue_round() {
 	    "$ki/benchmarkruns?$(list_url large deep)" 100000 "$LIST_D") ||
 	    die "continue: pair failed: $out"
 	line=$(printf '%s\n' "$out" | grep '^KIPAIR' | tail -1)
-	rec list_large_cpair_first_p99_us \
-	    "$(printf '%s\n' "$line" | sed -n 's/.* a_p99_us=\([0-9]*\).*/\1/p')"
-	rec list_large_cpair_deep_p99_us \
-	    "$(printf '%s\n' "$line" | sed -n 's/.* b_p99_us=\([0-9]*\).*/\1/p')"
-	rec list_large_cpair_first_p50_us \
-	    "$(printf '%s\n' "$line" | sed -n 's/.* a_p50_us=\([0-9]*\).*/\1/p')"
-	rec list_large_cpair_deep_p50_us \
-	    "$(printf '%s\n' "$line" | sed -n 's/.* b_p50_us=\([0-9]*\).*/\1/p')"
+	rec list_large_cpair_first_p99_us "$(kipair "$line" a_p99_us)"
+	rec list_large_cpair_deep_p99_us "$(kipair "$line" b_p99_us)"
+	rec list_large_cpair_first_p50_us "$(kipair "$line" a_p50_us)"
+	rec list_large_cpair_deep_p50_us "$(kipair "$line" b_p50_us)"
 }
 # list_done SCALE — memory and size after the lists.
 list_done() {
