@@ -106,6 +106,9 @@
 #define WAL_MAX (UINT64_C(64) << 20)
 /* Objects whose postings wait in the tail (see above). */
 #define TAIL_MAX 64
+/* Events past the history are deleted this many at a time (see
+ * put_event). */
+#define EVENT_TRIM 512
 
 /* Operations in a log record: u8 op | u32 length | body. */
 enum { OP_PUT = 1, OP_DELETE = 2, OP_TOKEN_PUT = 3, OP_TOKEN_DELETE = 4 };
@@ -1428,6 +1431,10 @@ store_oldest_event(store_txn *t)
 	if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 8)
 		rv = get_be64(k.mv_data);
 	mdb_cursor_close(c);
+	/* Events older than the history wait for the next trim, and their
+	 * superseded states are not kept (keep_version): they are gone. */
+	if (rv != 0 && t->rv > t->s->history && rv <= t->rv - t->s->history)
+		rv = t->rv - t->s->history + 1;
 	return rv;
 }
 
@@ -1935,8 +1942,13 @@ keep_version(store_txn *t, uint64_t rv, const store_obj *o, uint64_t now_rv)
 	return KI_OK;
 }
 
-/* Appends the event rv -> type + id and trims the history to its bound
- * (one or two entries per write, so the cost stays constant). */
+/* Appends the event rv -> type + id and trims the history to its bound.
+ * The trim waits until EVENT_TRIM events are past the bound and then
+ * deletes them together: deleting one per write copied the first leaf
+ * and its branch pages in every commit, a third of what appending and
+ * trimming an event wrote at one connection; EVENT_TRIM entries span a
+ * few leaves, freed together. store_oldest_event hides the events that
+ * wait. */
 static int
 put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
 {
@@ -1952,13 +1964,18 @@ put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
 	rc = mdb_put(t->txn, t->s->event, &k, &v, MDB_APPEND);
 	if (rc != 0)
 		return map_rc(rc);
-	if (rv <= t->s->history)
+	if (rv <= t->s->history + EVENT_TRIM)
 		return KI_OK;
 	cutoff = rv - t->s->history;
 	if ((rc = mdb_cursor_open(t->txn, t->s->event, &c)) != 0)
 		return map_rc(rc);
-	while ((rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) == 0 &&
-	    get_be64(k.mv_data) <= cutoff) {
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	if (rc == 0 && get_be64(k.mv_data) > cutoff - EVENT_TRIM) {
+		mdb_cursor_close(c);
+		return KI_OK;
+	}
+	for (; rc == 0 && get_be64(k.mv_data) <= cutoff;
+	    rc = mdb_cursor_get(c, &k, &v, MDB_FIRST)) {
 		MDB_val vk = k;
 
 		/* A superseded state kept for this event goes with it. */

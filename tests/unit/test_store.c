@@ -937,6 +937,69 @@ tl_format(const char *dir)
 	return format;
 }
 
+/* Events past the history are deleted in runs, not one per write, and
+ * the ones that wait for the next run are not served: a watcher that far
+ * behind is told its rv is gone, as it would be had they been deleted. */
+static void
+test_history_trimmed_in_runs(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	evs e;
+	char name[16];
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi ev;
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t first = 0, count = 0;
+
+	o.history = 100;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	for (int b = 0; b < 20; b++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		for (int i = 0; i < 100; i++) {
+			snprintf(name, sizeof(name), "n%04d", b * 100 + i);
+			CU_ASSERT_EQUAL(put(t, 1, name, (uint8_t)i, NULL, NULL, 0),
+			    KI_OK);
+		}
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 2000);
+	CU_ASSERT_EQUAL(store_oldest_event(t), 1901);
+	memset(&e, 0, sizeof(e));
+	CU_ASSERT_EQUAL(store_events_since(t, 1600, on_event, &e), KI_EGONE);
+	CU_ASSERT_EQUAL(store_events_since(t, 1899, on_event, &e), KI_EGONE);
+	CU_ASSERT_EQUAL(e.n, 0);
+	CU_ASSERT_EQUAL(store_events_since(t, 1900, on_event, &e), KI_OK);
+	CU_ASSERT_EQUAL(e.n, 32);   /* capped by the collector */
+	CU_ASSERT_EQUAL(e.rvs[0], 1901);
+	store_abort(t);
+	store_close(s);
+	/* What the table holds: more than the history (a run waits), fewer
+	 * than the history and one run, none of the first run. */
+	CU_ASSERT_EQUAL_FATAL(tl_lmdb_open(dir, 1, &env, &txn), 0);
+	if (mdb_dbi_open(txn, "event", 0, &ev) == 0 &&
+	    mdb_cursor_open(txn, ev, &c) == 0) {
+		for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+		    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+			if (count++ == 0)
+				first = tl_be64(&k);
+		}
+		mdb_cursor_close(c);
+	}
+	tl_lmdb_close(env, txn, 1);
+	CU_ASSERT(count > 100);
+	CU_ASSERT(count <= 100 + 512);
+	CU_ASSERT(first > 512);
+	CU_ASSERT_EQUAL(first + count - 1, 2000);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* A store of format 4 (a tail of postings only, its facets counted) gets
  * its tail's postings when opened, counts each facet once, and is marked
  * 5. */
@@ -1753,6 +1816,8 @@ test_store_register(void)
 	        NULL ||
 	    CU_add_test(s, "history is trimmed, old rv is gone",
 	        test_history_trimmed) == NULL ||
+	    CU_add_test(s, "history is trimmed in runs, the waiting part hidden",
+	        test_history_trimmed_in_runs) == NULL ||
 	    CU_add_test(s, "a full map fails cleanly", test_map_full) == NULL ||
 	    CU_add_test(s, "lists driven by index postings: intersection, "
 	        "union, references, resume", test_index_queries) == NULL ||
