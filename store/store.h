@@ -59,6 +59,10 @@ typedef struct store_options {
 	 * store_obj.facets empty and when it unindexes an object, which keeps
 	 * a run's record within one page. */
 	store_facets_fn facets;
+	/* Entries per transaction when an older store's tables are copied
+	 * into a newer layout at open (0: the default; tests make it small
+	 * to cross batch boundaries). */
+	size_t convert_batch;
 } store_options;
 
 enum store_event_type {

@@ -1000,9 +1000,212 @@ test_history_trimmed_in_runs(void)
 	free(dir);
 }
 
+/* Puts kind/name with the given digest. */
+static int
+put_digest(store_txn *t, int kind, const char *name, const uint8_t *digest)
+{
+	char json[128];
+	store_obj o;
+
+	memset(&o, 0, sizeof(o));
+	snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"%s\"},"
+	    "\"spec\":{},\"status\":{}}", name);
+	o.kind = kind;
+	o.rv = store_next_rv(t);
+	memcpy(o.digest, digest, sizeof(o.digest));
+	o.name = name;
+	o.name_len = strlen(name);
+	o.json = json;
+	o.json_len = strlen(json);
+	o.meta_off = 12;
+	o.meta_len = (uint32_t)(strlen(name) + 11);
+	return store_put(t, &o);
+}
+
+/* Digest i of the collision tests: the first 8 bytes are i / 3, so that
+ * digests 3k, 3k+1 and 3k+2 start the same; the rest tells them apart. */
+static void
+td_digest(int i, uint8_t d[32])
+{
+	memset(d, 0, 32);
+	d[0] = (uint8_t)(i / 3 >> 8);
+	d[7] = (uint8_t)(i / 3);
+	d[8] = (uint8_t)(0x90 - i % 3 * 0x30);   /* out of id order */
+	d[31] = (uint8_t)i;
+}
+
+/* Each of digests 0..n-1 names object "d<i>" of kind 1, and a digest that
+ * starts like them but ends otherwise names nothing. */
+static void
+td_check(store *s, int n, int gone)
+{
+	store_txn *t;
+	store_obj ob;
+	uint8_t d[32];
+	char name[16];
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	for (int i = 0; i < n; i++) {
+		td_digest(i, d);
+		snprintf(name, sizeof(name), "d%d", i);
+		if (i == gone) {
+			CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(store_get_by_digest(t, d, &ob), KI_OK);
+		CU_ASSERT_EQUAL(ob.name_len, strlen(name));
+		CU_ASSERT(memcmp(ob.name, name, ob.name_len) == 0);
+		CU_ASSERT(memcmp(ob.digest, d, 32) == 0);
+		d[20] ^= 1;
+		CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+	}
+	store_abort(t);
+}
+
+/* The digest index keys digests by their first 8 bytes: digests that share
+ * them each find their own object, the first object with a content keeps
+ * it, and deleting one leaves the others. */
+static void
+test_digest_prefixes(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	store_obj ob;
+	uint8_t d[32];
+	char name[16];
+
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (int i = 0; i < 30; i++) {
+		td_digest(i, d);
+		snprintf(name, sizeof(name), "d%d", i);
+		CU_ASSERT_EQUAL(put_digest(t, 1, name, d), KI_OK);
+	}
+	/* The content of d4 again, under another name: d4 keeps the digest. */
+	td_digest(4, d);
+	CU_ASSERT_EQUAL(put_digest(t, 1, "again", d), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	td_check(s, 30, -1);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	td_check(s, 30, -1);
+	/* Deleting d5 (one of three sharing 8 bytes) leaves d3 and d4. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_delete(t, 1, "d5", 2, &fin), KI_OK);
+	/* Deleting "again" leaves d4 its digest. */
+	CU_ASSERT_EQUAL(store_delete(t, 1, "again", 5, &fin), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	td_check(s, 30, 5);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	td_digest(4, d);
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_OK);
+	CU_ASSERT(ob.name_len == 2 && memcmp(ob.name, "d4", 2) == 0);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* Rewrites the digest index of the store at dir as formats 3 to 5 kept it:
+ * "digest", whole digests -> id, and no "digest8"; format 5. */
+static int
+tl_make_format5(const char *dir)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi meta, obj, d8, d32;
+	MDB_cursor *c;
+	MDB_val k, v, ok, ov;
+	int rc;
+
+	if ((rc = tl_lmdb_open(dir, 0, &env, &txn)) != 0)
+		return rc;
+	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "obj", 0, &obj)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "digest8", 0, &d8)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "digest", MDB_CREATE, &d32)) != 0 ||
+	    (rc = mdb_cursor_open(txn, d8, &c)) != 0)
+		return tl_lmdb_close(env, txn, rc);
+	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+	    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		/* The record's digest is at offset 32. */
+		ok = v;
+		if ((rc = mdb_get(txn, obj, &ok, &ov)) != 0)
+			break;
+		ok.mv_size = 32;
+		ok.mv_data = (uint8_t *)ov.mv_data + 32;
+		if ((rc = mdb_put(txn, d32, &ok, &v, MDB_NOOVERWRITE)) != 0)
+			break;
+	}
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		rc = mdb_drop(txn, d8, 1);
+	if (rc == 0)
+		rc = tl_put_format(txn, meta, 5);
+	return tl_lmdb_close(env, txn, rc);
+}
+
+/* Whether the store at dir has a table of that name. */
+static int
+tl_has_table(const char *dir, const char *name)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	int has;
+
+	if (tl_lmdb_open(dir, 1, &env, &txn) != 0)
+		return -1;
+	has = mdb_dbi_open(txn, name, 0, &dbi) == 0;
+	tl_lmdb_close(env, txn, 1);
+	return has;
+}
+
+/* A format-5 store's digest index (whole digests) is copied into the
+ * format-6 one at open, across transactions (batches of 7 here), digests
+ * that share 8 bytes included; the old table goes and the store is
+ * marked 6. */
+static void
+test_digests_from_format5(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t;
+	uint8_t d[32];
+	char name[16];
+
+	o.convert_batch = 7;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (int i = 0; i < 50; i++) {
+		td_digest(i, d);
+		snprintf(name, sizeof(name), "d%d", i);
+		CU_ASSERT_EQUAL(put_digest(t, 1, name, d), KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(tl_make_format5(dir), 0);
+	CU_ASSERT_EQUAL(tl_format(dir), 5);
+	CU_ASSERT_EQUAL(tl_has_table(dir, "digest"), 1);
+	CU_ASSERT_EQUAL(tl_has_table(dir, "digest8"), 0);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	td_check(s, 50, -1);
+	store_close(s);
+	CU_ASSERT_EQUAL(tl_format(dir), 6);
+	CU_ASSERT_EQUAL(tl_has_table(dir, "digest"), 0);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	td_check(s, 50, -1);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* A store of format 4 (a tail of postings only, its facets counted) gets
  * its tail's postings when opened, counts each facet once, and is marked
- * 5. */
+ * 6. */
 static void
 test_tail_from_format4(void)
 {
@@ -1034,13 +1237,13 @@ test_tail_from_format4(void)
 	}
 	tl_check(s, &m, n);
 	store_close(s);
-	CU_ASSERT_EQUAL(tl_format(dir), 5);
+	CU_ASSERT_EQUAL(tl_format(dir), 6);
 	tests_rmdir(dir);
 	free(dir);
 }
 
 /* A store of format 3 (no tail: every posting written, no "posted") opens
- * as format 5, answers as before, and its next objects go to a tail. */
+ * as format 6, answers as before, and its next objects go to a tail. */
 static void
 test_tail_from_format3(void)
 {
@@ -1072,8 +1275,9 @@ test_tail_from_format3(void)
 		tl_check(s, &m, n + 1);
 	}
 	store_close(s);
-	/* Marked 5: an older kernelindexd would miss the tail. */
-	CU_ASSERT_EQUAL(tl_format(dir), 5);
+	/* Marked 6 (5 was the tail): an older kernelindexd would miss the
+	 * tail. */
+	CU_ASSERT_EQUAL(tl_format(dir), 6);
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	store_close(s);
@@ -1823,7 +2027,11 @@ test_store_register(void)
 	        "union, references, resume", test_index_queries) == NULL ||
 	    CU_add_test(s, "the tail: postings written in groups, lists and "
 	        "referrers read the newest records", test_tail_postings) == NULL ||
-	    CU_add_test(s, "a format-3 store opens as format 5 and gets a tail",
+	    CU_add_test(s, "digests that share 8 bytes each find their object",
+	        test_digest_prefixes) == NULL ||
+	    CU_add_test(s, "a format-5 store's digest index is converted at open",
+	        test_digests_from_format5) == NULL ||
+	    CU_add_test(s, "a format-3 store opens as format 6 and gets a tail",
 	        test_tail_from_format3) == NULL ||
 	    CU_add_test(s, "a format-4 store's tail is posted when it opens, "
 	        "its facets counted once", test_tail_from_format4) == NULL ||
