@@ -8,9 +8,11 @@
 # usage: bench/ab.sh ROUNDS SECONDS LABEL=DAEMON [LABEL=DAEMON ...]
 #   KI_SHARED_DIR  where seed/ is (default: ../shared)
 #   KI_AB_CONNS    connections (default 64)
+#   KI_AB_STORE    a store directory (its daemon stopped) copied afresh for
+#                  each round and binary, instead of an empty store
 set -eu
 
-[ $# -ge 3 ] || { sed -n '2,11p' "$0" >&2; exit 2; }
+[ $# -ge 3 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
 SHARED=${KI_SHARED_DIR:-$HERE/../../shared}
 SEED=$SHARED/seed/embedding-full-huggingface-a100.json
@@ -31,7 +33,11 @@ for r in $(seq "$ROUNDS"); do
 	for spec in "$@"; do
 		label=${spec%%=*} bin=${spec#*=}
 		rm -rf "$T/data"
-		mkdir -p "$T/data"
+		if [ -n "${KI_AB_STORE:-}" ]; then
+			cp -r "$KI_AB_STORE" "$T/data"
+		else
+			mkdir -p "$T/data"
+		fi
 		"$bin" --listen "127.0.0.1:$port" --data-dir "$T/data" \
 		    --log-level warn >"$T/log" 2>&1 &
 		PID=$!
