@@ -311,7 +311,11 @@ def a_stalled_watcher_catches_up_from_the_store_in_order():
     """A watcher that stops reading holds a bounded queue while others go
     on; when it reads again it has fallen behind the hub's ring and gets
     the rest from the store: every event once, in order."""
-    d = kitest.Daemon(sync=False).start()
+    # A watcher whose socket stays full for the connection timeout is
+    # ended (the test after the next): far beyond the time the uploads
+    # take, even under valgrind.
+    d = kitest.Daemon(sync=False,
+                      args=['--connection-timeout', '600']).start()
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
     live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
@@ -339,7 +343,8 @@ def a_watcher_left_behind_the_history_gets_410():
     """What is queued for a watcher that stops reading is bounded: once the
     store's history has moved past it, it is told so (410 Expired), as a
     client resuming from that resourceVersion would be."""
-    d = kitest.Daemon(sync=False, args=['--history', '1000']).start()
+    d = kitest.Daemon(sync=False, args=['--history', '1000',
+                                        '--connection-timeout', '600']).start()
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
     n = events_past_socket_buffers()
@@ -362,6 +367,48 @@ def a_watcher_left_behind_the_history_gets_410():
         got[-1]['object']['reason']), ('ERROR', 410, 'Expired'),
        'the last event')
     c.close()
+
+
+@test
+def a_watcher_whose_socket_stays_full_is_ended_after_the_connection_timeout():
+    """A watcher that takes nothing while its socket is full is ended once
+    that has lasted the connection timeout, as an idle connection would be;
+    what it got before is in order, and a watcher that reads goes on."""
+    timeout = 10
+    d = kitest.Daemon(sync=False, args=['--connection-timeout',
+                                        str(timeout)]).start()
+    rv0 = int(d.list_rv('benchmarkprotocols'))
+    c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
+    live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
+    n = events_past_socket_buffers()
+    for k in range(0, n, 1000):
+        post_ndjson(d, ndjson_protos([('h%d' % i, 10 + i)
+                                      for i in range(k, k + 1000)]))
+    eq(len(live.wait(n, timeout=120)), n, 'the reading watcher got them all')
+    time.sleep(timeout + 3)
+    got, ended = [], False
+    try:
+        while True:
+            line = r.readline()
+            if not line or not line.endswith(b'\n'):
+                ended = True
+                break
+            got.append(json.loads(line))
+    except socket.timeout:
+        pass
+    except (http.client.IncompleteRead, ConnectionError, OSError):
+        ended = True
+    check(ended, 'the stalled stream was ended (%d events read)' % len(got))
+    check(0 < len(got) < n, 'it got part of the events: %d of %d' %
+          (len(got), n))
+    eq([int(e['object']['metadata']['resourceVersion']) for e in got],
+       list(range(rv0 + 1, rv0 + 1 + len(got))),
+       'what it got is in order, without gaps')
+    # The live one is still served.
+    post_ndjson(d, ndjson_protos([('h-after', 10 + n)]))
+    eq(len(live.wait(n + 1, timeout=30)), n + 1, 'the live watcher goes on')
+    c.close()
+    live.close()
 
 
 def raw_watch(d, query, version, extra=''):
