@@ -212,7 +212,11 @@ spill_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 		n = left < max ? (size_t)left : max;
 		got = pread(fileno(b->f), buf, n, (off_t)pos);
-		return got > 0 ? got : MHD_CONTENT_READER_END_WITH_ERROR;
+		if (got > 0)
+			return got;
+		log_warn("http: reading a spilled answer back: %s",
+		    got < 0 ? strerror(errno) : "the file is shorter");
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
 	pos -= b->f_len;
 	if (pos < b->suffix_len) {
@@ -532,6 +536,13 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	vsnprintf(line, sizeof(line), fmt, ap);
 	line[strcspn(line, "\n")] = '\0';
+	/* A response ended on purpose (a watch whose client went away or
+	 * read nothing for the connection timeout, a failure the daemon has
+	 * logged itself): not worth a warning per connection. */
+	if (strstr(line, "application error generating response") != NULL) {
+		log_debug("http: %s", line);
+		return;
+	}
 	log_warn("http: %s", line);
 }
 

@@ -124,6 +124,18 @@ typedef struct watcher {
 	size_t ch_tail;              /* its closing CRLF bytes not yet written */
 } watcher;
 
+/* Ends w's stream on an error of the daemon's own (a client that went
+ * away is not one): libmicrohttpd then closes the connection, without
+ * saying why. */
+static void
+watch_fail(watcher *w, const char *why)
+{
+	if (!w->failed)
+		log_warn("watch: ending a watch of %s: %s", w->p.kind->plural,
+		    why);
+	w->failed = 1;
+}
+
 struct watch_hub {
 	api_ctx *api;
 	uint64_t history;            /* the store's: the ring keeps no more */
@@ -435,7 +447,7 @@ flush_own(watcher *w)
 	if (w->own.len == 0 && !w->own.oom)
 		return;
 	if ((b = blob_from_buf(&w->own, 0)) == NULL) {
-		w->failed = 1;
+		watch_fail(w, ki_strerror(KI_ENOMEM));
 		return;
 	}
 	queue_push(w, b, 0);
@@ -458,7 +470,7 @@ queue_event(watcher *w, watch_event *e)
 	size_t off = 0;
 
 	if (b == NULL) {
-		w->failed = 1;
+		watch_fail(w, ki_strerror(KI_ENOMEM));
 		return;
 	}
 	if (w->rep >= REP_TABLE && !w->defs_sent) {
@@ -572,8 +584,8 @@ fill_from_store(watcher *w)
 	store_txn *t;
 	int rc;
 
-	if (store_begin(w->hub->api->st, 0, &t) != KI_OK) {
-		w->failed = 1;
+	if ((rc = store_begin(w->hub->api->st, 0, &t)) != KI_OK) {
+		watch_fail(w, ki_strerror(rc));
 		return;
 	}
 	if (w->p.initial) {
@@ -588,7 +600,7 @@ fill_from_store(watcher *w)
 			w->last_rv = store_rv(t);
 	}
 	if (rc != KI_OK && rc != 1 && rc != KI_EGONE)
-		w->failed = 1;
+		watch_fail(w, ki_strerror(rc));
 	store_abort(t);
 	flush_own(w);
 }
@@ -916,9 +928,14 @@ hub_tick(watch_hub *h, int all)
 		    (w->p.bookmarks && now >= w->next_bookmark);
 
 		if (w->direct) {
-			if (w->blocked && w->idle_limit > 0 &&
-			    now - w->blocked_since >= (time_t)w->idle_limit)
+			if (w->blocked && w->idle_limit > 0 && !w->hangup &&
+			    now - w->blocked_since >= (time_t)w->idle_limit) {
 				w->hangup = 1;
+				log_info("watch: ending a watch of %s whose "
+				    "client read nothing for %u s (the "
+				    "connection timeout)", w->p.kind->plural,
+				    w->idle_limit);
+			}
 			if (all || w->hangup || (due && !w->blocked))
 				direct[ndirect++] = w;
 		} else if (w->suspended && due) {

@@ -409,6 +409,11 @@ def a_watcher_whose_socket_stays_full_is_ended_after_the_connection_timeout():
     eq(len(live.wait(n + 1, timeout=30)), n + 1, 'the live watcher goes on')
     c.close()
     live.close()
+    log = d.stderr()
+    check('client read nothing for %d s' % timeout in log,
+          'the daemon says why it ended the watch')
+    check('application error' not in log,
+          'no warning from libmicrohttpd for the ending it was asked for')
 
 
 def raw_watch(d, query, version, extra=''):
