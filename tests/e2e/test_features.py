@@ -173,6 +173,16 @@ def events_past_socket_buffers(size=400):
     return max(6000, 2 * wmem // size // 1000 * 1000)
 
 
+def post_past_socket_buffers(d, prefix):
+    """Posts protocols prefix0, prefix1, ... in uploads of 1,000 until they
+    are events_past_socket_buffers() events; returns that count."""
+    n = events_past_socket_buffers()
+    for k in range(0, n, 1000):
+        post_ndjson(d, ndjson_protos([('%s%d' % (prefix, i), 10 + i)
+                                      for i in range(k, k + 1000)]))
+    return n
+
+
 def event_key(e):
     """(type, name, resourceVersion) of a plain or a one-row Table event."""
     o = e['object']
@@ -319,10 +329,7 @@ def a_stalled_watcher_catches_up_from_the_store_in_order():
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
     live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
-    n = events_past_socket_buffers()
-    for k in range(0, n, 1000):
-        post_ndjson(d, ndjson_protos([('s%d' % i, 10 + i)
-                                      for i in range(k, k + 1000)]))
+    n = post_past_socket_buffers(d, 's')
     eq(len(live.wait(n, timeout=120)), n, 'the live watcher is not held up')
     got = []
     while len(got) < n:
@@ -347,10 +354,7 @@ def a_watcher_left_behind_the_history_gets_410():
                                         '--connection-timeout', '600']).start()
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
-    n = events_past_socket_buffers()
-    for k in range(0, n, 1000):
-        post_ndjson(d, ndjson_protos([('t%d' % i, 10 + i)
-                                      for i in range(k, k + 1000)]))
+    n = post_past_socket_buffers(d, 't')
     got = []
     while len(got) <= n:
         line = r.readline()
@@ -380,10 +384,7 @@ def a_watcher_whose_socket_stays_full_is_ended_after_the_connection_timeout():
     rv0 = int(d.list_rv('benchmarkprotocols'))
     c, r = stalled_watch(d, 'watch=true&resourceVersion=%d' % rv0)
     live = Watch(d, 'watch=true&resourceVersion=%d' % rv0)
-    n = events_past_socket_buffers()
-    for k in range(0, n, 1000):
-        post_ndjson(d, ndjson_protos([('h%d' % i, 10 + i)
-                                      for i in range(k, k + 1000)]))
+    n = post_past_socket_buffers(d, 'h')
     eq(len(live.wait(n, timeout=120)), n, 'the reading watcher got them all')
     time.sleep(timeout + 3)
     got, ended = [], False
