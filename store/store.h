@@ -63,6 +63,9 @@ typedef struct store_options {
 	 * into a newer layout at open (0: the default; tests make it small
 	 * to cross batch boundaries). */
 	size_t convert_batch;
+	/* Digests the young part of the digest index holds before it is
+	 * merged into the main one (0: the default; tests make it small). */
+	size_t digest_young;
 } store_options;
 
 enum store_event_type {

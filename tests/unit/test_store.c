@@ -1062,6 +1062,142 @@ td_check(store *s, int n, int gone)
 	store_abort(t);
 }
 
+/* Entries in table name of the store at dir (-1: no such table). */
+static long
+tl_count(const char *dir, const char *name)
+{
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	MDB_stat st;
+	long n = -1;
+
+	if (tl_lmdb_open(dir, 1, &env, &txn) != 0)
+		return -1;
+	if (mdb_dbi_open(txn, name, 0, &dbi) == 0 &&
+	    mdb_stat(txn, dbi, &st) == 0)
+		n = (long)st.ms_entries;
+	tl_lmdb_close(env, txn, 1);
+	return n;
+}
+
+/* Digests 0..n-1 (td_digest) of objects "d<i>": those in gone[] are not
+ * found, the others are, in a read transaction of s. */
+static void
+td_check_gone(store *s, int n, const int *gone, size_t ngone)
+{
+	store_txn *t;
+	store_obj ob;
+	uint8_t d[32];
+	char name[16];
+
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	for (int i = 0; i < n; i++) {
+		int g = 0;
+
+		for (size_t j = 0; j < ngone; j++)
+			g |= gone[j] == i;
+		td_digest(i, d);
+		snprintf(name, sizeof(name), "d%d", i);
+		if (g) {
+			CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+			continue;
+		}
+		CU_ASSERT_EQUAL_FATAL(store_get_by_digest(t, d, &ob), KI_OK);
+		CU_ASSERT(ob.name_len == strlen(name) &&
+		    memcmp(ob.name, name, ob.name_len) == 0);
+	}
+	store_abort(t);
+}
+
+/* New digests go to the young part of the digest index, which merges into
+ * the main one a generation at a time (64 here). 300 objects, 3 a commit,
+ * cross several merges, with reopens (some in the middle of a merge) and a
+ * crash: after each commit every digest is found, including digests that
+ * share 8 bytes; a read transaction opened before merges that it outlives
+ * still finds exactly its snapshot's digests; deleted objects are not found
+ * whether their digest was young or merged, and merging does not bring
+ * them back; the young tables stay within two generations and the main
+ * index holds the rest. */
+static void
+test_digest_young(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store *s;
+	store_txn *t, *old = NULL;
+	store_obj ob;
+	uint8_t d[32];
+	char name[16];
+	int gone[3] = { 5, 280, 298 };
+	long young, main;
+
+	o.digest_young = 64;
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	for (int i = 0; i < 300; i += 3) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		for (int j = i; j < i + 3; j++) {
+			td_digest(j, d);
+			snprintf(name, sizeof(name), "d%d", j);
+			CU_ASSERT_EQUAL(put_digest(t, 1, name, d), KI_OK);
+		}
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		td_check(s, i + 3, -1);
+		if (i == 60)
+			CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &old), KI_OK);
+		if (i == 150 && old != NULL) {
+			/* The snapshot of 63 objects, whose digests have been
+			 * merged since, and their tables emptied. */
+			for (int j = 0; j < 80; j++) {
+				td_digest(j, d);
+				CU_ASSERT_EQUAL(store_get_by_digest(old, d, &ob),
+				    j < 63 ? KI_OK : KI_ENOTFOUND);
+			}
+			store_abort(old);
+			old = NULL;
+		}
+		if ((i % 45 == 0 && (i < 60 || i > 150)) || i == 201) {
+			store_close(s);
+			CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+			td_check(s, i + 3, -1);
+		}
+	}
+	/* Deleted: d5 (merged), d280 (merging or young), d298 (young). */
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	for (size_t j = 0; j < 3; j++) {
+		snprintf(name, sizeof(name), "d%d", gone[j]);
+		CU_ASSERT_EQUAL(store_delete(t, 1, name, strlen(name), &fin),
+		    KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	td_check_gone(s, 300, gone, 3);
+	/* More objects: every generation merges on, past the deleted. */
+	for (int i = 300; i < 450; i += 3) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		for (int j = i; j < i + 3; j++) {
+			td_digest(j, d);
+			snprintf(name, sizeof(name), "d%d", j);
+			CU_ASSERT_EQUAL(put_digest(t, 1, name, d), KI_OK);
+		}
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	td_check_gone(s, 450, gone, 3);
+	/* A crash: the log brings back what the checkpoint lacks. */
+	store_crash(s);
+	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	td_check_gone(s, 450, gone, 3);
+	store_close(s);
+	young = tl_count(dir, "young0") + tl_count(dir, "young1");
+	main = tl_count(dir, "digest8");
+	/* A merged digest leaves its young table when the whole generation
+	 * has merged. */
+	CU_ASSERT(young >= 0 && young <= 2 * 64 + 3);
+	CU_ASSERT(main <= 450 - 3 && main + young >= 450 - 3);
+	CU_ASSERT(main >= 450 - 3 - 2 * 64 - 3);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* The digest index keys digests by their first 8 bytes: digests that share
  * them each find their own object, the first object with a content keeps
  * it, and deleting one leaves the others. */
@@ -1115,7 +1251,7 @@ tl_make_format5(const char *dir)
 {
 	MDB_env *env;
 	MDB_txn *txn;
-	MDB_dbi meta, obj, d8, d32;
+	MDB_dbi meta, obj, d8, d32, young[2];
 	MDB_cursor *c;
 	MDB_val k, v, ok, ov;
 	int rc;
@@ -1125,23 +1261,46 @@ tl_make_format5(const char *dir)
 	if ((rc = mdb_dbi_open(txn, "meta", 0, &meta)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "obj", 0, &obj)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "digest8", 0, &d8)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "digest", MDB_CREATE, &d32)) != 0 ||
-	    (rc = mdb_cursor_open(txn, d8, &c)) != 0)
+	    (rc = mdb_dbi_open(txn, "young0", 0, &young[0])) != 0 ||
+	    (rc = mdb_dbi_open(txn, "young1", 0, &young[1])) != 0 ||
+	    (rc = mdb_dbi_open(txn, "digest", MDB_CREATE, &d32)) != 0)
 		return tl_lmdb_close(env, txn, rc);
-	for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-	    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		/* The record's digest is at offset 32. */
-		ok = v;
-		if ((rc = mdb_get(txn, obj, &ok, &ov)) != 0)
+	/* Every digest the index holds, main and young (an id is the
+	 * value of the one, the key of the others). */
+	for (int i = 0; i < 3 && (rc == 0 || rc == MDB_NOTFOUND); i++) {
+		MDB_dbi dbi = i == 0 ? d8 : young[i - 1];
+
+		if ((rc = mdb_cursor_open(txn, dbi, &c)) != 0)
 			break;
-		ok.mv_size = 32;
-		ok.mv_data = (uint8_t *)ov.mv_data + 32;
-		if ((rc = mdb_put(txn, d32, &ok, &v, MDB_NOOVERWRITE)) != 0)
-			break;
+		for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+		    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+			MDB_val id = i == 0 ? v : k;
+
+			/* The record's digest is at offset 32. */
+			ok = id;
+			if ((rc = mdb_get(txn, obj, &ok, &ov)) != 0)
+				break;
+			ok.mv_size = 32;
+			ok.mv_data = (uint8_t *)ov.mv_data + 32;
+			if ((rc = mdb_put(txn, d32, &ok, &id, MDB_NOOVERWRITE)) !=
+			    0)
+				break;
+		}
+		mdb_cursor_close(c);
 	}
-	mdb_cursor_close(c);
 	if (rc == MDB_NOTFOUND)
 		rc = mdb_drop(txn, d8, 1);
+	if (rc == 0)
+		rc = mdb_drop(txn, young[0], 1);
+	if (rc == 0)
+		rc = mdb_drop(txn, young[1], 1);
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		static char dgen[] = "dgen", dlast[] = "dlast";
+		MDB_val mk = { i == 0 ? 4 : 5, i == 0 ? dgen : dlast };
+
+		if ((rc = mdb_del(txn, meta, &mk, NULL)) == MDB_NOTFOUND)
+			rc = 0;
+	}
 	if (rc == 0)
 		rc = tl_put_format(txn, meta, 5);
 	return tl_lmdb_close(env, txn, rc);
@@ -1194,7 +1353,7 @@ test_digests_from_format5(void)
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	td_check(s, 50, -1);
 	store_close(s);
-	CU_ASSERT_EQUAL(tl_format(dir), 6);
+	CU_ASSERT_EQUAL(tl_format(dir), 7);
 	CU_ASSERT_EQUAL(tl_has_table(dir, "digest"), 0);
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	td_check(s, 50, -1);
@@ -1237,13 +1396,13 @@ test_tail_from_format4(void)
 	}
 	tl_check(s, &m, n);
 	store_close(s);
-	CU_ASSERT_EQUAL(tl_format(dir), 6);
+	CU_ASSERT_EQUAL(tl_format(dir), 7);
 	tests_rmdir(dir);
 	free(dir);
 }
 
 /* A store of format 3 (no tail: every posting written, no "posted") opens
- * as format 6, answers as before, and its next objects go to a tail. */
+ * as format 7, answers as before, and its next objects go to a tail. */
 static void
 test_tail_from_format3(void)
 {
@@ -1277,7 +1436,7 @@ test_tail_from_format3(void)
 	store_close(s);
 	/* Marked 6 (5 was the tail): an older kernelindexd would miss the
 	 * tail. */
-	CU_ASSERT_EQUAL(tl_format(dir), 6);
+	CU_ASSERT_EQUAL(tl_format(dir), 7);
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	store_close(s);
@@ -2027,11 +2186,13 @@ test_store_register(void)
 	        "union, references, resume", test_index_queries) == NULL ||
 	    CU_add_test(s, "the tail: postings written in groups, lists and "
 	        "referrers read the newest records", test_tail_postings) == NULL ||
+	    CU_add_test(s, "young digests merge into the digest index and are always found",
+	        test_digest_young) == NULL ||
 	    CU_add_test(s, "digests that share 8 bytes each find their object",
 	        test_digest_prefixes) == NULL ||
 	    CU_add_test(s, "a format-5 store's digest index is converted at open",
 	        test_digests_from_format5) == NULL ||
-	    CU_add_test(s, "a format-3 store opens as format 6 and gets a tail",
+	    CU_add_test(s, "a format-3 store opens as format 7 and gets a tail",
 	        test_tail_from_format3) == NULL ||
 	    CU_add_test(s, "a format-4 store's tail is posted when it opens, "
 	        "its facets counted once", test_tail_from_format4) == NULL ||
