@@ -66,6 +66,9 @@ typedef struct store_options {
 	/* Digests the young part of the digest index holds before it is
 	 * merged into the main one (0: the default; tests make it small). */
 	size_t digest_young;
+	/* Entries from which a young table is read by several threads at
+	 * once (0: the default; tests make it small). */
+	size_t young_read_min;
 } store_options;
 
 enum store_event_type {

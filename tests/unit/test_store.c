@@ -1022,14 +1022,18 @@ put_digest(store_txn *t, int kind, const char *name, const uint8_t *digest)
 	return store_put(t, &o);
 }
 
-/* Digest i of the collision tests: the first 8 bytes are i / 3, so that
- * digests 3k, 3k+1 and 3k+2 start the same; the rest tells them apart. */
+/* Digest i of the collision tests: the first 8 bytes come from i / 3, so
+ * that digests 3k, 3k+1 and 3k+2 start the same; the rest tells them
+ * apart. The prefixes are a permutation of i / 3, out of id order as real
+ * digests are, so that the index's sorting is tested. */
 static void
 td_digest(int i, uint8_t d[32])
 {
+	unsigned p = ((unsigned)(i / 3) * 40503u + 12345u) & 0xffffu;
+
 	memset(d, 0, 32);
-	d[0] = (uint8_t)(i / 3 >> 8);
-	d[7] = (uint8_t)(i / 3);
+	d[0] = (uint8_t)(p >> 8);
+	d[7] = (uint8_t)p;
 	d[8] = (uint8_t)(0x90 - i % 3 * 0x30);   /* out of id order */
 	d[31] = (uint8_t)i;
 }
@@ -1118,7 +1122,9 @@ td_check_gone(store *s, int n, const int *gone, size_t ngone)
  * still finds exactly its snapshot's digests; deleted objects are not found
  * whether their digest was young or merged, and merging does not bring
  * them back; the young tables stay within two generations and the main
- * index holds the rest. */
+ * index holds the rest. Tables of 8 or more entries are read by ranges of
+ * ids in threads (at open and when a generation fills), as large ones
+ * are. */
 static void
 test_digest_young(void)
 {
@@ -1133,6 +1139,7 @@ test_digest_young(void)
 	long young, main;
 
 	o.digest_young = 64;
+	o.young_read_min = 8;   /* tables read by several threads at open */
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	for (int i = 0; i < 300; i += 3) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
