@@ -22,6 +22,10 @@
   calls URL N METHOD [TEMPLATE] N sequential keep-alive requests (for callgrind)
   hot FILE                      the three functions of a callgrind dump with
                                 the most instructions of their own
+  touch MB                      microseconds a first write to a page of new
+                                anonymous memory takes (MB of it, one byte a
+                                4 KB page): what a growing page cache pays
+                                for each new page on this machine
   table RESULTS OUT             medians, ratios and goals as a markdown table
 """
 import base64
@@ -244,6 +248,18 @@ def hot(path):
 
 
 # ---- the table ----
+
+def touch(mb):
+    import mmap
+    n = int(mb) << 20
+    m = mmap.mmap(-1, n)
+    t = time.perf_counter()
+    for i in range(0, n, 4096):
+        m[i] = 1
+    dt = time.perf_counter() - t
+    m.close()
+    print("%.2f" % (dt / (n // 4096) * 1e6))
+
 
 def med(v):
     return statistics.median(v) if v else None
@@ -520,7 +536,7 @@ def main(argv):
     cmds = {"freeport": freeport, "template": template, "rv": rv,
             "spawn": spawn, "load": load, "walk": walk, "calls": calls, "hot": hot,
             "checkgen": checkgen,
-            "table": table}
+            "touch": touch, "table": table}
     if len(argv) < 2 or argv[1] not in cmds:
         sys.exit(__doc__)
     cmds[argv[1]](*argv[2:])
