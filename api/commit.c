@@ -1,5 +1,6 @@
 /* api/commit.c — the committer thread. */
 #include "api/commit.h"
+#include "lib/thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -100,6 +101,7 @@ loop(void *arg)
 {
 	api_committer *c = arg;
 
+	ki_thread_name("ki-committer");
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		api_job *batch, *last;

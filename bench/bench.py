@@ -342,6 +342,9 @@ def table(results, out):
     add("  server CPU per durable POST (µs)", fmt(m("post64_ki_cpu_us")),
         fmt(m("post64_etcd_cpu_us")) + " etcd",
         fmt(ratio("post64_ki_cpu_us", "post64_etcd_cpu_us"), "×"), "", None)
+    add("  … of it, HTTP threads / committer / checkpoint writeback (µs)",
+        " / ".join(fmt(m("post64_ki_cpu_%s_us" % g))
+                   for g in ("http", "commit", "ckpt")), "", "", "", None)
     add("  sync calls per durable write (fdatasync/fsync/msync)",
         fmt(m("post64_ki_syncs_per_req")),
         fmt(m("post64_etcd_syncs_per_req")) + " etcd", "", "", None)

@@ -127,6 +127,20 @@ ticks() {
 	done
 	echo "$t"
 }
+# CPU time (clock ticks) of a process's threads named $2 (kernelindexd's:
+# MHD-worker, ki-committer, ki-checkpoint, ...).
+thread_ticks() {
+	local t=0 d v
+	for d in /proc/"$1"/task/*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = "$2" ] || continue
+		v=$(sed 's/.*) //' "$d/stat" 2>/dev/null |
+		    awk '{print $12 + $13}') || v=0
+		t=$((t + ${v:-0}))
+	done
+	echo "$t"
+}
+# The thread groups whose CPU a kernelindexd run records (wrk_run).
+KI_THREADS="http:MHD-worker commit:ki-committer ckpt:ki-checkpoint"
 # Bytes the disk holding the temporary directory has been sent (its
 # sectors written, /sys/class/block/DEV/stat), or empty when that disk has
 # no such counters. Device-wide: during a run the server under test is the
@@ -220,8 +234,16 @@ $(tail -5 "$T/kernelindexd.log")"
 # bytes it passed to write calls per request) and KEY_dbytes (the bytes the
 # disk was sent per request).
 wrk_run() {
-	local key=$1 pid=$2 t0 t1 b0 b1 d0 d1 out line
+	local key=$1 pid=$2 t0 t1 b0 b1 d0 d1 out line g ki=
+	local -A g0
 	shift 2
+	# kernelindexd's threads by what they do (its committer names it).
+	if grep -qx ki-committer /proc/"$pid"/task/*/comm 2>/dev/null; then
+		ki=1
+		for g in $KI_THREADS; do
+			g0[${g%%:*}]=$(thread_ticks "$pid" "${g#*:}")
+		done
+	fi
 	t0=$(ticks "$pid")
 	b0=$(wbytes "$pid")
 	d0=$(dev_wbytes)
@@ -245,6 +267,11 @@ $(tail -5 "$T/kernelindexd.log" 2>/dev/null)"
 		    -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
 		rec "${key}_wbytes" "$(awk -v d=$((b1 - b0)) -v n="$W_requests" \
 		    'BEGIN {printf "%.0f", d / n}')"
+		for g in ${ki:+$KI_THREADS}; do
+			rec "${key}_cpu_${g%%:*}_us" "$(awk -v n="$W_requests" \
+			    -v d=$(($(thread_ticks "$pid" "${g#*:}") - g0[${g%%:*}])) \
+			    -v h="$TCK" 'BEGIN {printf "%.1f", d / h * 1e6 / n}')"
+		done
 		if [ -n "$d0" ] && [ -n "$d1" ]; then
 			rec "${key}_dbytes" "$(awk -v d=$((d1 - d0)) \
 			    -v n="$W_requests" 'BEGIN {printf "%.0f", d / n}')"

@@ -18,6 +18,7 @@
 
 #include "api/commit.h"
 #include "lib/log.h"
+#include "lib/thread.h"
 #include <openssl/crypto.h>
 #include <stdio.h>
 
@@ -573,6 +574,7 @@ accept_loop(void *arg)
 {
 	http_server *s = arg;
 
+	ki_thread_name("ki-accept");
 	for (;;) {
 		struct pollfd p[2] = { { s->lfd, POLLIN, 0 },
 			{ s->wake[0], POLLIN, 0 } };

@@ -19,6 +19,7 @@
 
 #include "api/verify.h"
 #include "lib/log.h"
+#include "lib/thread.h"
 
 #define MAX_OUTPUT (1u << 20)
 #define MAX_STDERR 4096
@@ -272,6 +273,7 @@ loop(void *arg)
 	char name[256], err[512];
 	int first = 1;
 
+	ki_thread_name("ki-verifier");
 	ki_buf_init(&req);
 	ki_buf_init(&out);
 	for (;;) {

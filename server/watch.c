@@ -45,6 +45,7 @@
 #include "api/labels.h"
 #include "api/table.h"
 #include "lib/log.h"
+#include "lib/thread.h"
 
 #define MAX_PENDING (256 * 1024) /* bytes queued to one watcher at most */
 #define BOOKMARK_EVERY 30        /* seconds, when bookmarks are asked for */
@@ -998,6 +999,7 @@ hub_main(void *arg)
 	uint64_t tried = 0;
 	struct epoll_event ev[64];
 
+	ki_thread_name("ki-watch");
 	pthread_mutex_lock(&h->feed_mu);
 	while (!h->stop) {
 		uint64_t now = mono_ns(), notified = h->notified_rv, wake_at;

@@ -88,6 +88,7 @@
 #include "store/store.h"
 
 #include "lib/log.h"
+#include "lib/thread.h"
 #include "store/wal.h"
 
 #include <errno.h>
@@ -766,6 +767,7 @@ ckpt_loop(void *arg)
 {
 	store *s = arg;
 
+	ki_thread_name("ki-checkpoint");
 	pthread_mutex_lock(&s->ck_mu);
 	for (;;) {
 		while (!s->ck_busy && !s->ck_stop && !s->ck_ahead)
@@ -1856,6 +1858,7 @@ yread_run(void *arg)
 	yread *r = arg;
 	MDB_txn *txn;
 
+	ki_thread_name("ki-young-read");
 	if ((r->rc = map_rc(mdb_txn_begin(r->env, NULL, MDB_RDONLY, &txn))) !=
 	    KI_OK)
 		return NULL;

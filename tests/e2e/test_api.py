@@ -1743,6 +1743,27 @@ def post_protocols(d, docs, threads=8, on_ack=None):
 
 
 @test
+def threads_are_named_for_what_they_do():
+    """top -H, ps -L and perf tell the daemon's threads apart by name."""
+    d = Daemon().start()
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'POST of the seed')
+    task = '/proc/%d/task' % d.proc.pid
+    names = []
+    for tid in os.listdir(task):
+        try:
+            with open(os.path.join(task, tid, 'comm')) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass   # a thread that ended meanwhile
+    for want in ('ki-committer', 'ki-checkpoint', 'ki-accept', 'ki-watch',
+                 'ki-verifier'):
+        eq(names.count(want), 1, 'threads named %s among %r' % (want, names))
+    eq(names.count('MHD-worker'), 2, 'HTTP threads (--threads 2) in %r' %
+       names)
+    d.stop()
+
+
+@test
 def acknowledged_writes_survive_sigkill():
     d = Daemon(sync=True)
     d.start()
