@@ -117,25 +117,26 @@ TCK=$(getconf CLK_TCK)
 
 # The process and its children (nginx's workers).
 tree() { echo "$1"; ps -o pid= --ppid "$1" 2>/dev/null || true; }
-# CPU time (clock ticks, user + system, every thread) of a process tree.
+# User + system clock ticks in a /proc stat file (0 if it is gone).
+stat_ticks() {
+	sed 's/.*) //' "$1" 2>/dev/null |
+	    awk '{print $12 + $13} END {if (!NR) print 0}'
+}
+# CPU time (clock ticks, every thread) of a process tree.
 ticks() {
-	local t=0 p v
+	local t=0 p
 	for p in $(tree "$1"); do
-		v=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null |
-		    awk '{print $12 + $13}') || v=0
-		t=$((t + ${v:-0}))
+		t=$((t + $(stat_ticks "/proc/$p/stat")))
 	done
 	echo "$t"
 }
 # CPU time (clock ticks) of a process's threads named $2 (kernelindexd's:
 # MHD-worker, ki-committer, ki-checkpoint, ...).
 thread_ticks() {
-	local t=0 d v
+	local t=0 d
 	for d in /proc/"$1"/task/*; do
 		[ "$(cat "$d/comm" 2>/dev/null)" = "$2" ] || continue
-		v=$(sed 's/.*) //' "$d/stat" 2>/dev/null |
-		    awk '{print $12 + $13}') || v=0
-		t=$((t + ${v:-0}))
+		t=$((t + $(stat_ticks "$d/stat")))
 	done
 	echo "$t"
 }
@@ -237,7 +238,8 @@ wrk_run() {
 	local key=$1 pid=$2 t0 t1 b0 b1 d0 d1 out line g ki=
 	local -A g0
 	shift 2
-	# kernelindexd's threads by what they do (its committer names it).
+	# kernelindexd (the one server with a ki-committer thread): its CPU by
+	# thread group too.
 	if grep -qx ki-committer /proc/"$pid"/task/*/comm 2>/dev/null; then
 		ki=1
 		for g in $KI_THREADS; do

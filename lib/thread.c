@@ -3,17 +3,13 @@
 #include "lib/thread.h"
 
 #include <pthread.h>
-#include <string.h>
+#include <stdio.h>
 
 void
 ki_thread_name(const char *name)
 {
-	char n[16];
-	size_t len = strlen(name);
+	char n[16];   /* Linux refuses longer names; keep their start */
 
-	if (len > sizeof(n) - 1)
-		len = sizeof(n) - 1;
-	memcpy(n, name, len);
-	n[len] = '\0';
+	snprintf(n, sizeof(n), "%s", name);
 	(void)pthread_setname_np(pthread_self(), n);
 }
