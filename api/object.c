@@ -187,6 +187,99 @@ find_inexact(struct json_object *v, ki_buf *path)
  * object. So it accepts a subset of what the full path accepts, with the
  * same tree. */
 
+/* Member names the schemas know, interned: the fast parser adds them to
+ * json-c objects as constant keys (no copy made and freed per member). A
+ * name not here is copied as before; the table only saves work. */
+#define INTERN_SLOTS 1024u   /* a power of two, over twice the names */
+
+static const char *intern_slot[INTERN_SLOTS];
+static pthread_once_t intern_once = PTHREAD_ONCE_INIT;
+
+static uint32_t
+intern_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;   /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	return h;
+}
+
+static void
+intern_add(const char *name)
+{
+	size_t n = strlen(name);
+	uint32_t i = intern_hash(name, n) & (INTERN_SLOTS - 1);
+	size_t probes = 0;
+
+	while (intern_slot[i] != NULL) {
+		if (strcmp(intern_slot[i], name) == 0)
+			return;
+		/* Never full: keep a quarter free so that lookups end. */
+		if (++probes >= INTERN_SLOTS / 4 * 3)
+			return;
+		i = (i + 1) & (INTERN_SLOTS - 1);
+	}
+	intern_slot[i] = name;
+}
+
+static void intern_fields(const api_field *f, int level);
+
+/* The names under one value's schema: an object's members, or those of a
+ * map's values or an array's items (their one schema, fields[0]). */
+static void
+intern_value(const api_field *f, int level)
+{
+	if (f->fields == NULL || level >= 16)
+		return;
+	if (f->type == API_T_OBJECT)
+		intern_fields(f->fields, level + 1);
+	else if (f->type == API_T_MAP || f->type == API_T_ARRAY)
+		intern_value(&f->fields[0], level + 1);
+}
+
+static void
+intern_fields(const api_field *f, int level)
+{
+	for (; f->name != NULL; f++) {
+		intern_add(f->name);
+		intern_value(f, level);
+	}
+}
+
+static void
+intern_init(void)
+{
+	static const char *const envelope[] = { "apiVersion", "kind",
+		"metadata", "spec", "status", "name", "labels", "annotations",
+		"title", "uid", "resourceVersion", "creationTimestamp",
+		"generation", "run", "protocol", "environment", "workload",
+		"implementation", "items", NULL };
+	static const api_field *const kinds[] = { api_schema_run,
+		api_schema_protocol, api_schema_environment, api_schema_workload,
+		api_schema_implementation, api_schema_verification };
+
+	for (size_t i = 0; envelope[i] != NULL; i++)
+		intern_add(envelope[i]);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		intern_fields(kinds[i], 0);
+}
+
+/* The interned copy of s (n bytes, no NUL among them), or NULL. */
+static const char *
+intern_find(const char *s, size_t n)
+{
+	uint32_t i = intern_hash(s, n) & (INTERN_SLOTS - 1);
+
+	while (intern_slot[i] != NULL) {
+		if (strncmp(intern_slot[i], s, n) == 0 &&
+		    intern_slot[i][n] == '\0')
+			return intern_slot[i];
+		i = (i + 1) & (INTERN_SLOTS - 1);
+	}
+	return NULL;
+}
+
 typedef struct fast_parser {
 	const unsigned char *t;
 	size_t n, i;
@@ -363,13 +456,38 @@ fast_number(fast_parser *p, struct json_object **out)
 static int fast_value(fast_parser *p, int level, struct json_object **out);
 
 /* Reads the object whose brace is at p->i. */
+/* Objects with fewer members than this look for a duplicate key by
+ * walking them, not through json-c's hashed lookup. */
+#define SCAN_KEYS 16
+
+/* Whether o (built by fast_object) has the member key; ikey is key's
+ * interned copy or NULL. Every key fast_object adds that the intern table
+ * holds is that copy, so an interned key is found by its address. */
+static int
+fast_has_key(struct json_object *o, size_t members, const char *key,
+	const char *ikey)
+{
+	struct lh_entry *e;
+
+	if (members >= SCAN_KEYS)
+		return json_object_object_get_ex(o, key, NULL);
+	for (e = lh_table_head(json_object_get_object(o)); e != NULL;
+	    e = lh_entry_next(e)) {
+		const char *k = lh_entry_k(e);
+
+		if (ikey != NULL ? k == ikey : strcmp(k, key) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 fast_object(fast_parser *p, int level, struct json_object **out)
 {
 	struct json_object *o, *v = NULL;
 	char small[128], *key = small;
-	const char *k;
-	size_t klen;
+	const char *k, *ikey;
+	size_t klen, members = 0;
 	int rc = -1;
 
 	if (level > p->max_level || (o = json_object_new_object()) == NULL)
@@ -385,27 +503,35 @@ fast_object(fast_parser *p, int level, struct json_object **out)
 		if (p->i >= p->n || p->t[p->i] != '"' ||
 		    fast_string(p, 1, &k, &klen) != 0)
 			goto out;
-		/* The value reuses the scratch: the key moves out first. */
-		if (klen >= sizeof(small)) {
-			if ((key = malloc(klen + 1)) == NULL)
-				goto out;
+		/* The value reuses the scratch: the key moves out first,
+		 * unless it is a name the schemas know (fast_string gave up
+		 * on any NUL). */
+		ikey = intern_find(k, klen);
+		if (ikey == NULL) {
+			if (klen >= sizeof(small)) {
+				if ((key = malloc(klen + 1)) == NULL)
+					goto out;
+			}
+			memcpy(key, k, klen + 1);
 		}
-		memcpy(key, k, klen + 1);
 		fast_ws(p);
 		if (p->i >= p->n || p->t[p->i] != ':')
 			goto out;
 		p->i++;
 		fast_ws(p);
 		/* A duplicate: the full path names it. */
-		if (json_object_object_get_ex(o, key, NULL) ||
+		if (fast_has_key(o, members, ikey != NULL ? ikey : key, ikey) ||
 		    fast_value(p, level, &v) != 0)
 			goto out;
 		/* Checked just above: no second lookup. */
-		if (json_object_object_add_ex(o, key, v,
+		if (json_object_object_add_ex(o, ikey != NULL ? ikey : key, v,
+		    ikey != NULL ? JSON_C_OBJECT_ADD_KEY_IS_NEW |
+		    JSON_C_OBJECT_ADD_CONSTANT_KEY :
 		    JSON_C_OBJECT_ADD_KEY_IS_NEW) != 0) {
 			json_object_put(v);
 			goto out;
 		}
+		members++;
 		if (key != small) {
 			free(key);
 			key = small;
@@ -535,6 +661,7 @@ fast_parse(const char *text, size_t len, int max_depth,
 	p.max_level = max_depth - 3;
 	ki_buf_init(&p.scratch);
 	*out = NULL;
+	pthread_once(&intern_once, intern_init);
 	fast_ws(&p);
 	if (len > INT32_MAX || p.i >= p.n || p.t[p.i] != '{') {
 		rc = -1;
@@ -1187,13 +1314,20 @@ api_render(const api_kind *k, const char *meta, size_t meta_len,
 void
 api_format_time(double secs, ki_buf *out)
 {
+	/* Writes come many a second: each thread keeps its last second's
+	 * text. */
+	static _Thread_local time_t last = (time_t)-1;
+	static _Thread_local char text[32];
 	time_t t = (time_t)floor(secs);
-	struct tm tm;
-	char b[32];
 
-	gmtime_r(&t, &tm);
-	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	ki_buf_puts(out, b);
+	if (t != last || t == (time_t)-1) {
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		last = t;
+	}
+	ki_buf_puts(out, text);
 }
 
 /* A deep copy (labels and annotations are edited later; a shared
