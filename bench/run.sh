@@ -776,7 +776,8 @@ fi
 	echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "- command: \`bench/run.sh\` (KI_BENCH_RUNS=$TARGET_RUNS)"
 	echo "- kernelindexd: $("$KI_DAEMON" --version 2>&1 | head -1)," \
-	    "source $GIT"
+	    "source $GIT, allocator" \
+	    "$(ldd "$KI_DAEMON" 2>/dev/null | awk '/libmimalloc|libjemalloc/ {sub(/\.so.*/, "", $1); sub(/^lib/, "", $1); print $1; f = 1} END {if (!f) print "glibc"}')"
 	echo "- peers: $("$NGINX" -v 2>&1 | sed 's/.*version: //'), etcd" \
 	    "$(etcd --version 2>/dev/null | sed -n 's/^etcd Version: //p')," \
 	    "$(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2)"
