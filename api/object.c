@@ -311,7 +311,15 @@ fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
 		unsigned char c;
 		uint32_t u, lo;
 		size_t elen;
+		uint64_t x;
 
+		if (i + 8 <= p->n) {
+			memcpy(&x, t + i, 8);
+			if (!ki_word_needs_look(x)) {
+				i += 8;
+				continue;
+			}
+		}
 		if (i >= p->n)
 			return -1;
 		c = t[i];

@@ -242,19 +242,6 @@ ki_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* Whether any of the 8 bytes in x needs a look: below 0x20, from 0x80,
- * '"' or '\\' (the bytes a JSON string escapes, or checks as UTF-8). */
-static int
-word_needs_look(uint64_t x)
-{
-	const uint64_t ones = UINT64_C(0x0101010101010101);
-	const uint64_t high = UINT64_C(0x8080808080808080);
-	uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
-
-	return (((x - ones * 0x20) | (q - ones) | (bs - ones)) & ~x & high) !=
-	    0 || (x & high) != 0;
-}
-
 int
 ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 {
@@ -273,7 +260,7 @@ ki_buf_json_string(ki_buf *b, const char *s, size_t n)
 		/* Plain ASCII runs are the common case: eight bytes a test. */
 		if (i + 8 <= n) {
 			memcpy(&x, s + i, 8);
-			if (!word_needs_look(x)) {
+			if (!ki_word_needs_look(x)) {
 				i += 8;
 				continue;
 			}

@@ -64,6 +64,19 @@ int ki_buf_put_utf8(ki_buf *b, uint32_t c);
 /* Reads 4 hex digits (either case) at p into *v: 0, or -1 if p[0..4) is
  * not hex (JSON's \uXXXX). */
 int ki_hex4(const unsigned char *p, uint32_t *v);
+/* Whether any of the 8 bytes in x (read from memory in any order) needs
+ * a look inside a JSON string: below 0x20, from 0x80, '"' or '\\'. Plain
+ * ASCII runs are skipped eight bytes a test. */
+static inline int
+ki_word_needs_look(uint64_t x)
+{
+	const uint64_t ones = UINT64_C(0x0101010101010101);
+	const uint64_t high = UINT64_C(0x8080808080808080);
+	uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+
+	return (((x - ones * 0x20) | (q - ones) | (bs - ones)) & ~x & high) !=
+	    0 || (x & high) != 0;
+}
 
 /* Hands the memory to the caller (caller frees with free()); the buffer is
  * re-initialised. Returns NULL after an OOM (and frees). */

@@ -1057,6 +1057,64 @@ test_parse_tree(void)
 	}
 }
 
+/* Strings and keys with one special byte sequence (an escape, a quote,
+ * multi-byte UTF-8, a control or bad byte) at every offset, so that the
+ * parser's eight-bytes-at-a-time skip over plain text meets each at every
+ * alignment: what it accepts is json-c's tree, and it refuses raw
+ * controls and bytes that are not UTF-8 (which json-c lets through)
+ * wherever they are. */
+static void
+test_parse_string_offsets(void)
+{
+	static const struct {
+		const char *s;
+		int ok;
+	} specials[] = { { "\\\"", 1 }, { "\\\\", 1 }, { "\\n", 1 },
+		{ "\\u00e9", 1 }, { "\\ud83d\\ude00", 1 }, { "\xc3\xa9", 1 },
+		{ "\xf0\x9f\x98\x80", 1 }, { "/", 1 }, { "\x01", 0 },
+		{ "\x1f", 0 }, { "\xc0\xaf", 0 }, { "\xff", 0 }, { "\xc3", 0 } };
+	char text[128], plain[40];
+
+	for (size_t k = 0; k < sizeof(specials) / sizeof(specials[0]); k++) {
+		for (size_t off = 0; off <= 24; off++) {
+			for (int in_key = 0; in_key < 2; in_key++) {
+				struct json_object *got = NULL, *want = NULL;
+				api_status st;
+				int rc;
+
+				memset(plain, 'a', off);
+				plain[off] = '\0';
+				if (in_key)
+					snprintf(text, sizeof(text), "{\"%s%sbcdefghijk\":1}",
+					    plain, specials[k].s);
+				else
+					snprintf(text, sizeof(text), "{\"k\":\"%s%sbcdefghijk\","
+					    "\"m\":2}", plain, specials[k].s);
+				api_status_init(&st);
+				rc = api_json_parse(text, strlen(text), 32, &got, &st);
+				CU_ASSERT_EQUAL(rc, specials[k].ok ? KI_OK : KI_EINVAL);
+				if (rc == KI_OK) {
+					json_tokener *tok = json_tokener_new_ex(32);
+
+					CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+					json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+					    JSON_TOKENER_VALIDATE_UTF8);
+					want = json_tokener_parse_ex(tok, text,
+					    (int)strlen(text));
+					CU_ASSERT_PTR_NOT_NULL(want);
+					CU_ASSERT(same_tree(got, want));
+					json_object_put(want);
+					json_tokener_free(tok);
+					json_object_put(got);
+				} else {
+					CU_ASSERT_EQUAL(st.code, 400);
+				}
+				api_status_free(&st);
+			}
+		}
+	}
+}
+
 /* The same for the seed: every number and string as json-c has them. */
 static void
 test_parse_tree_seed(void)
@@ -1105,6 +1163,8 @@ test_jcs_register(void)
 		{ "out of memory", test_out_of_memory },
 		{ "parsed tree is json-c's", test_parse_tree },
 		{ "parsed tree of the seed", test_parse_tree_seed },
+		{ "parsed strings, a special byte at every offset",
+		  test_parse_string_offsets },
 	};
 	CU_pSuite s;
 	size_t i;
