@@ -463,7 +463,6 @@ fast_number(fast_parser *p, struct json_object **out)
 
 static int fast_value(fast_parser *p, int level, struct json_object **out);
 
-/* Reads the object whose brace is at p->i. */
 /* Objects with fewer members than this look for a duplicate key by
  * walking them, not through json-c's hashed lookup. */
 #define SCAN_KEYS 16
@@ -489,6 +488,7 @@ fast_has_key(struct json_object *o, size_t members, const char *key,
 	return 0;
 }
 
+/* Reads the object whose brace is at p->i. */
 static int
 fast_object(fast_parser *p, int level, struct json_object **out)
 {
