@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/plausible.h"
 #include "api/validate.h"
 
 #define MAX_LABELS 64
@@ -1426,93 +1425,4 @@ api_new_metadata(struct json_object *doc_meta, double now)
 	    json_object_new_string(ts.data ? ts.data : ""));
 	ki_buf_free(&ts);
 	return m;
-}
-
-int
-api_compute_status(const api_kind *k, const uint8_t digest[API_DIGEST_LEN],
-	const uint8_t *refs, size_t nrefs, const api_run_refs *rr,
-	const struct api_plausibility *pl, double now, ki_buf *out)
-{
-	static const char *const parts[API_NREFS] = { "protocol", "workload",
-		"environment", "implementation" };
-	char ds[API_DIGEST_STRLEN + 1];
-	int nresolved = 0;
-
-	api_digest_format(digest, ds);
-	if (k->id != API_RUN || nrefs != API_NREFS) {
-		ki_buf_append(out, "{\"digest\":\"", 11);
-		ki_buf_append(out, ds, API_DIGEST_STRLEN);
-		ki_buf_append(out, "\"}", 2);
-		return out->oom ? KI_ENOMEM : KI_OK;
-	}
-	if (rr == NULL || !rr->loaded)
-		return KI_EINVAL;
-	if (rr->rc != KI_OK)
-		return rr->rc;
-	for (int i = 0; i < API_NREFS; i++)
-		nresolved += rr->resolved[i];
-	ki_buf_puts(out, "{\"conditions\":[{\"lastTransitionTime\":\"");
-	api_format_time(now, out);
-	ki_buf_puts(out, "\",\"message\":");
-	if (nresolved == API_NREFS) {
-		ki_buf_puts(out, "\"every reference resolved and its content "
-		    "matched its digest\",\"reason\":\"AllReferencesVerified\","
-		    "\"status\":\"True\"");
-	} else {
-		/* The message holds nothing to escape. */
-		ki_buf_puts(out, "\"no object with the referenced digest is stored "
-		    "yet for: ");
-		for (int i = 0, first = 1; i < API_NREFS; i++) {
-			if (rr->resolved[i])
-				continue;
-			if (!first)
-				ki_buf_append(out, ", ", 2);
-			ki_buf_puts(out, parts[i]);
-			first = 0;
-		}
-		ki_buf_puts(out, "\",\"reason\":\"UnresolvedReferences\","
-		    "\"status\":\"False\"");
-	}
-	ki_buf_puts(out, ",\"type\":\"DigestsVerified\"}");
-	if (pl != NULL) {
-		ki_buf_puts(out, ",{\"lastTransitionTime\":\"");
-		api_format_time(now, out);
-		ki_buf_puts(out, "\",\"message\":");
-		ki_buf_json_string(out, pl->message, strlen(pl->message));
-		ki_buf_puts(out, ",\"reason\":\"");
-		ki_buf_puts(out, pl->reason);
-		ki_buf_puts(out, !pl->known ? "\",\"status\":\"Unknown\"," :
-		    pl->implausible ? "\",\"status\":\"False\"," :
-		    "\",\"status\":\"True\",");
-		ki_buf_puts(out, "\"type\":\"Plausible\"}");
-	}
-	ki_buf_puts(out, "],\"digest\":\"");
-	ki_buf_append(out, ds, API_DIGEST_STRLEN);
-	ki_buf_putc(out, '"');
-	if (pl != NULL)
-		api_plausibility_render(pl, out);
-	ki_buf_puts(out, ",\"references\":{");
-	for (int i = 0; i < API_NREFS; i++) {
-		static const int order[API_NREFS] = { 2, 3, 0, 1 };
-		int j = order[i];
-		char rs[API_DIGEST_STRLEN + 1];
-
-		api_digest_format(refs + j * API_DIGEST_LEN, rs);
-		if (i > 0)
-			ki_buf_putc(out, ',');
-		ki_buf_putc(out, '"');
-		ki_buf_puts(out, parts[j]);
-		ki_buf_puts(out, "\":{\"digest\":\"");
-		ki_buf_append(out, rs, API_DIGEST_STRLEN);
-		ki_buf_putc(out, '"');
-		if (rr->resolved[j]) {
-			ki_buf_puts(out, ",\"name\":");
-			ki_buf_json_string(out, rr->name[j], strlen(rr->name[j]));
-			ki_buf_puts(out, ",\"resolved\":true}");
-		} else {
-			ki_buf_puts(out, ",\"resolved\":false}");
-		}
-	}
-	ki_buf_puts(out, "}}");
-	return out->oom ? KI_ENOMEM : KI_OK;
 }

@@ -124,14 +124,4 @@ struct json_object *api_new_metadata(struct json_object *doc_meta,
 /* Appends an RFC 3339 UTC timestamp with seconds ("2026-12-02T10:45:35Z"). */
 void api_format_time(double secs, ki_buf *out);
 
-/* Appends the status a stored object of kind k gets: its digest, and for
- * runs each reference resolved or not (rr: the run's references, loaded
- * by api_run_refs_load), the plausibility pl (may be NULL), and
- * conditions DigestsVerified and Plausible. */
-struct api_plausibility;
-int api_compute_status(const api_kind *k,
-	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
-	const api_run_refs *rr, const struct api_plausibility *pl, double now,
-	ki_buf *out);
-
 #endif

@@ -1,5 +1,6 @@
-/* api/service_int.h — internals shared by the operation files
- * (service.c, patch.c): storing objects and copying stored ones. */
+/* api/service_int.h — internals shared by the operation files (upload.c,
+ * create.c, read.c, list.c, delete.c, stream.c, patch.c): storing objects
+ * and copying stored ones. */
 #ifndef API_SERVICE_INT_H
 #define API_SERVICE_INT_H
 
@@ -43,5 +44,13 @@ int api_may_write_stored(const struct api_principal *who, const store_obj *o,
 
 /* Fills r with the Status for a KI_* code. */
 void api_fail_rc(api_resp *r, int rc, const char *what);
+
+/* Fills r with the 404 Status for k's name (read.c). */
+void not_found(api_resp *r, const api_kind *k, const char *name, size_t len);
+
+/* The runs referencing digest change resolution: re-render them
+ * (upload.c). */
+int refresh_referrers(api_ctx *ctx, store_txn *txn,
+	const uint8_t digest[API_DIGEST_LEN]);
 
 #endif

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/gpu.h"
+#include "physics/gpu.h"
 #include "api/object.h"
-#include "api/plausible.h"
+#include "api/runstatus.h"
 #include "api/schema.h"
 #include "api/service_int.h"
 

@@ -3,8 +3,8 @@
 #
 # Sources: verify/ref.h ref_main.c ref_json.c ref_cpu.c, plus
 # ref_cuda.cu (nvcc) or ref_nocuda.c (no CUDA). It links the cost model
-# and GPU table (api/costmodel.c, api/gpu.c) and lib/buf.c, all in
-# libkernelindex.a already, and json-c; the CUDA build adds -ldl (NVML is
+# and GPU table (physics/: libkiphysics.a) and lib/buf.c (libki.a), not
+# api/, and json-c; the CUDA build adds -ldl (NVML is
 # loaded at run time) and links with nvcc (static cudart, libstdc++).
 
 bin_PROGRAMS += kernelindex-ref
@@ -13,7 +13,7 @@ kernelindex_ref_SOURCES = verify/ref.h verify/ref_main.c \
 if HAVE_NVCC
 kernelindex_ref_SOURCES += verify/ref_cuda.cu
 kernelindex_ref_LINK = $(NVCC) $(NVCC_ARCH) -o $@
-kernelindex_ref_LDADD = libkernelindex.a $(JSONC_LIBS) -lm -ldl
+kernelindex_ref_LDADD = libkiphysics.a libki.a $(JSONC_LIBS) -lm -ldl
 NVCC_ARCH = -gencode=arch=compute_80,code=sm_80 \
 	-gencode=arch=compute_90,code=sm_90
 NVCCFLAGS = -O3 -std=c++17
@@ -23,7 +23,7 @@ SUFFIXES = .cu
 	    -c $< -o $@
 else
 kernelindex_ref_SOURCES += verify/ref_nocuda.c
-kernelindex_ref_LDADD = libkernelindex.a $(JSONC_LIBS) -lm
+kernelindex_ref_LDADD = libkiphysics.a libki.a $(JSONC_LIBS) -lm
 endif
 
 # End-to-end checks of the program (CPU backend always; CUDA when a

@@ -29,7 +29,7 @@ CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
 -Wundef -Wwrite-strings -I. $JCFLAGS"
 
 for f in verify/ref_main.c verify/ref_json.c verify/ref_cpu.c \
-    api/costmodel.c api/gpu.c lib/buf.c; do
+    physics/costmodel.c physics/gpu.c lib/buf.c; do
 	o="$B/$(basename "$f" .c).o"
 	$CC $CFLAGS -c "$f" -o "$o"
 done
@@ -40,7 +40,7 @@ $NVCC -arch="$ARCH" -o "$B/kernelindex-ref" "$B/ref_main.o" \
     "$B/buf.o" "$B/ref_cuda.o" $JLIBS -lm -ldl
 # The CPU-only program, for the same checks without a device.
 $CC $CFLAGS verify/ref_main.c verify/ref_json.c verify/ref_cpu.c \
-    verify/ref_nocuda.c api/costmodel.c api/gpu.c lib/buf.c \
+    verify/ref_nocuda.c physics/costmodel.c physics/gpu.c lib/buf.c \
     -o "$B/kernelindex-ref-cpu" $JLIBS -lm
 echo "built $B/kernelindex-ref ($ARCH) and $B/kernelindex-ref-cpu"
 verify/test-ref.sh "$B/kernelindex-ref"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/gpu.h"
+#include "physics/gpu.h"
 #include "lib/ki.h"
 
 #ifdef __cplusplus

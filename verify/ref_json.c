@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/costmodel.h"
+#include "physics/costmodel.h"
 
 /* The spec of a document given either whole ({"kind", "spec"}) or as its
  * spec alone. Borrowed from o. */

@@ -33,7 +33,7 @@ common="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -g -O1 \
 # The library: instrumented for coverage, not linked with libFuzzer's main.
 libflags="$common $san -fsanitize=fuzzer-no-link"
 
-srcs=$(cd "$top" && ls lib/*.c api/*.c store/*.c server/*.c |
+srcs=$(cd "$top" && ls lib/*.c physics/*.c api/*.c store/*.c server/*.c |
 	grep -v -e '^server/main\.c$' -e '^server/http\.c$')
 
 # FUZZ_OVERRIDE_DIR: a file there (same relative path, e.g. api/patch.c)
@@ -50,7 +50,7 @@ mkdir -p "$objdir"
 
 # Compile the library objects that are older than their sources or headers
 # (a simple rule: any header newer than the object rebuilds it).
-newest_h=$(cd "$top" && ls -t lib/*.h api/*.h store/*.h server/*.h | head -1)
+newest_h=$(cd "$top" && ls -t lib/*.h physics/*.h api/*.h store/*.h server/*.h | head -1)
 objs=""
 pids=""
 n=0

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/costmodel.h"
-#include "api/gpu.h"
+#include "physics/costmodel.h"
+#include "physics/gpu.h"
 #ifdef KI_HAVE_LIGER
 #include "api/liger.h"
 #endif

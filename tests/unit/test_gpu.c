@@ -4,7 +4,7 @@
 #include <json-c/json.h>
 #include <string.h>
 
-#include "api/gpu.h"
+#include "physics/gpu.h"
 
 int test_gpu_register(void);
 

@@ -1,7 +1,7 @@
-/* api/gpu.h — the table of GPUs' datasheet peaks and the matchers from an
+/* physics/gpu.h — the table of GPUs' datasheet peaks and the matchers from an
  * ExecutionEnvironment's hardware or a CUDA device name to one of its rows. */
-#ifndef API_GPU_H
-#define API_GPU_H
+#ifndef PHYSICS_GPU_H
+#define PHYSICS_GPU_H
 
 #include <json-c/json.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* api/plausible.c — is a claimed figure physically possible? */
-#include "api/plausible.h"
+/* physics/plausible.c — is a claimed figure physically possible? */
+#include "physics/plausible.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -7,14 +7,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/costmodel.h"
-#include "api/gpu.h"
-#include "api/jcs.h"
-#include "api/kinds.h"
-#include "api/object.h"
-#include "api/schema.h"
+#include "lib/ki.h"
+#include "physics/costmodel.h"
+#include "physics/gpu.h"
 
+/* The string at o.a (b NULL) or o.a.b, or NULL. */
+static const char *
+str_at(struct json_object *o, const char *a, const char *b)
+{
+	struct json_object *v;
 
+	if (o == NULL || !json_object_object_get_ex(o, a, &v))
+		return NULL;
+	if (b != NULL && !json_object_object_get_ex(v, b, &v))
+		return NULL;
+	return json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL;
+}
+
+/* A finite JSON number's value in *out; 0 for anything else. */
+static int
+number(struct json_object *v, double *out)
+{
+	double d;
+
+	switch (json_object_get_type(v)) {
+	case json_type_int:
+		d = (double)json_object_get_int64(v);
+		if (d > 9.2e18)
+			d = (double)json_object_get_uint64(v);
+		break;
+	case json_type_double:
+		d = json_object_get_double(v);
+		break;
+	default:
+		return 0;
+	}
+	if (!isfinite(d))
+		return 0;
+	*out = d;
+	return 1;
+}
 
 /* "batch8-hidden4096-seq2048-vocab131072-fp32" -> parameters and dtype. */
 static struct json_object *
@@ -69,21 +102,6 @@ workload_from_slug(const char *kernel, const char *pass, const char *slug)
 }
 
 struct json_object *
-api_run_workload(store_txn *txn, struct json_object *spec,
-	const uint8_t *refs, size_t nrefs, int *derived)
-{
-	struct json_object *wl = NULL, *out;
-
-	if (nrefs == API_NREFS)
-		wl = api_ref_spec(txn, refs + API_REF_WORKLOAD * API_DIGEST_LEN,
-		    API_WORKLOAD);
-	out = api_run_workload_from(spec, wl, derived);
-	if (wl != NULL)
-		json_object_put(wl);
-	return out;
-}
-
-struct json_object *
 api_run_workload_from(struct json_object *spec, struct json_object *wl_ref,
 	int *derived)
 {
@@ -96,8 +114,8 @@ api_run_workload_from(struct json_object *spec, struct json_object *wl_ref,
 	*derived = 0;
 	if (wl_ref != NULL)
 		return json_object_get(wl_ref);
-	bench = api_json_str_at(spec, "sourceNative", "benchmark");
-	ext = api_json_str_at(spec, "sourceNative", "externalId");
+	bench = str_at(spec, "sourceNative", "benchmark");
+	ext = str_at(spec, "sourceNative", "externalId");
 	if (bench == NULL || ext == NULL || (slash = strchr(bench, '/')) == NULL)
 		return NULL;
 	snprintf(kernel, sizeof(kernel), "%.*s", (int)(slash - bench), bench);
@@ -122,21 +140,21 @@ claimed(struct json_object *spec, double *v, int *memory)
 	*memory = 0;
 	if (json_object_object_get_ex(spec, "timing", &lat) &&
 	    json_object_object_get_ex(lat, "latencyNs", &lat) &&
-	    api_json_number(json_object_object_get(lat, "median"), v))
+	    number(json_object_object_get(lat, "median"), v))
 		return 1;
 	if (!json_object_object_get_ex(spec, "measurements", &ms) ||
 	    !json_object_is_type(ms, json_type_array))
 		return 0;
 	for (size_t i = 0; i < json_object_array_length(ms); i++) {
 		struct json_object *m = json_object_array_get_idx(ms, i);
-		const char *metric = api_json_str_at(m, "metric", NULL);
-		const char *stat = api_json_str_at(m, "statistic", NULL);
-		const char *unit = api_json_str_at(m, "unit", NULL);
+		const char *metric = str_at(m, "metric", NULL);
+		const char *stat = str_at(m, "statistic", NULL);
+		const char *unit = str_at(m, "unit", NULL);
 		double d, f;
 
 		if (metric == NULL || stat == NULL || unit == NULL ||
 		    strcmp(stat, "median") != 0 ||
-		    !api_json_number(json_object_object_get(m, "value"), &d))
+		    !number(json_object_object_get(m, "value"), &d))
 			continue;
 		if (strcmp(metric, "latency") == 0) {
 			f = strcmp(unit, "us") == 0 ? 1e3 : strcmp(unit, "ms") == 0 ?
@@ -157,22 +175,10 @@ claimed(struct json_object *spec, double *v, int *memory)
 }
 
 void
-api_plausibility_eval(store_txn *txn, struct json_object *spec,
-	const uint8_t *refs, size_t nrefs, api_plausibility *out)
-{
-	api_run_refs rr;
-
-	api_run_refs_load(txn, refs, nrefs, &rr);
-	api_plausibility_eval_from(spec, &rr, out);
-	api_run_refs_free(&rr);
-}
-
-void
-api_plausibility_eval_from(struct json_object *spec, const api_run_refs *rr,
-	api_plausibility *out)
+api_plausibility_eval_specs(struct json_object *spec,
+	struct json_object *wl_ref, struct json_object *env, api_plausibility *out)
 {
 	struct json_object *wl = NULL;
-	struct json_object *env = rr->spec[API_REF_ENVIRONMENT];
 	const api_gpu *gpu = NULL;
 	api_cost cost;
 	int rc;
@@ -184,8 +190,7 @@ api_plausibility_eval_from(struct json_object *spec, const api_run_refs *rr,
 		    "latency or peak memory to compare");
 		return;
 	}
-	wl = api_run_workload_from(spec, rr->spec[API_REF_WORKLOAD],
-	    &out->derived_workload);
+	wl = api_run_workload_from(spec, wl_ref, &out->derived_workload);
 	if (wl == NULL) {
 		snprintf(out->message, sizeof(out->message), "the workload is not "
 		    "stored yet and sourceNative does not name it");
@@ -200,19 +205,19 @@ api_plausibility_eval_from(struct json_object *spec, const api_run_refs *rr,
 	if (gpu == NULL) {
 		snprintf(out->message, sizeof(out->message), "the GPU \"%.100s\" is "
 		    "not in the table of datasheet peaks",
-		    api_json_str_at(env, "hardware", "product") ?
-		    api_json_str_at(env, "hardware", "product") : "");
+		    str_at(env, "hardware", "product") ?
+		    str_at(env, "hardware", "product") : "");
 		goto out;
 	}
-	rc = api_cost_estimate(api_json_str_at(wl, "kernel", NULL),
-	    api_json_str_at(wl, "pass", NULL), api_json_str_at(wl, "dtype", NULL),
+	rc = api_cost_estimate(str_at(wl, "kernel", NULL),
+	    str_at(wl, "pass", NULL), str_at(wl, "dtype", NULL),
 	    json_object_object_get(wl, "parameters"), &cost);
 	if (rc != KI_OK) {
 		snprintf(out->message, sizeof(out->message), rc == KI_ENOTFOUND ?
 		    "no byte and FLOP model for the kernel \"%.60s\"" :
 		    "the workload lacks what the model needs: %.60s",
-		    rc == KI_ENOTFOUND ? (api_json_str_at(wl, "kernel", NULL) ?
-		    api_json_str_at(wl, "kernel", NULL) : "") :
+		    rc == KI_ENOTFOUND ? (str_at(wl, "kernel", NULL) ?
+		    str_at(wl, "kernel", NULL) : "") :
 		    (cost.missing ? cost.missing : "a parameter"));
 		goto out;
 	}
@@ -247,41 +252,4 @@ api_plausibility_eval_from(struct json_object *spec, const api_run_refs *rr,
 out:
 	if (wl != NULL)
 		json_object_put(wl);
-}
-
-static void
-num(ki_buf *b, double v)
-{
-	char s[32];
-
-	if (!isfinite(v) || api_jcs_number(v, s) < 0)
-		ki_buf_puts(b, "null");
-	else
-		ki_buf_puts(b, s);
-}
-
-void
-api_plausibility_render(const api_plausibility *p, ki_buf *b)
-{
-	ki_buf_puts(b, ",\"plausibility\":{");
-	if (p->known) {
-		ki_buf_puts(b, "\"achievedFraction\":");
-		num(b, p->fraction);
-		ki_buf_puts(b, ",\"bytes\":");
-		num(b, p->bytes);
-		ki_buf_puts(b, p->derived_workload ? ",\"derivedWorkload\":true" :
-		    ",\"derivedWorkload\":false");
-		ki_buf_puts(b, p->memory ? ",\"floorBytes\":" : ",\"floorNs\":");
-		num(b, p->floor);
-		ki_buf_puts(b, ",\"flops\":");
-		num(b, p->flops);
-		ki_buf_puts(b, ",\"gpu\":");
-		ki_buf_json_string(b, p->gpu, strlen(p->gpu));
-		ki_buf_puts(b, ",\"model\":");
-		ki_buf_json_string(b, p->model, strlen(p->model));
-		ki_buf_puts(b, ",");
-	}
-	ki_buf_puts(b, !p->known ? "\"verdict\":\"Unknown\"}" :
-	    p->implausible ? "\"verdict\":\"Implausible\"}" :
-	    "\"verdict\":\"Plausible\"}");
 }

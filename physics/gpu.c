@@ -1,6 +1,6 @@
-/* api/gpu.c — datasheet peaks of the GPUs runs are measured on, and the
+/* physics/gpu.c — datasheet peaks of the GPUs runs are measured on, and the
  * matchers from environment documents and device names to them. */
-#include "api/gpu.h"
+#include "physics/gpu.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* api/costmodel.c — byte, FLOP and resident-memory floors of Liger-Kernel's
- * benchmark workloads, derived from each kernel's math and the tensor
- * shapes its benchmark script builds. */
-#include "api/costmodel.h"
+/* physics/costmodel.c — byte, FLOP and resident-memory floors of
+ * Liger-Kernel's benchmark workloads, derived from each kernel's math and
+ * the tensor shapes its benchmark script builds. */
+#include "physics/costmodel.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,13 +1,13 @@
-/* api/costmodel.h — the physical floor of a workload: the fewest bytes that
- * must cross DRAM, the arithmetic it needs, and the memory its tensors must
- * occupy, for every kernel family of Liger-Kernel's benchmark data. */
-#ifndef API_COSTMODEL_H
-#define API_COSTMODEL_H
+/* physics/costmodel.h — the physical floor of a workload: the fewest bytes
+ * that must cross DRAM, the arithmetic it needs, and the memory its tensors
+ * must occupy, for every kernel family of Liger-Kernel's benchmark data. */
+#ifndef PHYSICS_COSTMODEL_H
+#define PHYSICS_COSTMODEL_H
 
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "api/gpu.h"
+#include "physics/gpu.h"
 #include "lib/ki.h"
 
 /* What one pass of one workload must cost at least. */

@@ -1,0 +1,203 @@
+/* api/create.c — create: a POST of one object, a bundle, a List or
+ * NDJSON, parsed, checked and committed as one job. */
+#include "api/upload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Writes the elements and renders the answer inside txn. Returns 0 to keep
+ * the writes, else they are dropped (the answer says why). */
+static int
+create_write(store_txn *txn, void *arg)
+{
+	create_job *j = arg;
+	api_resp *r = j->r;
+	int rc;
+
+	/* A job that may run again (job.rerun) starts from what admission
+	 * left: one element, admitted. */
+	j->any_created = 0;
+	r->location[0] = '\0';
+	if (j->job.rerun) {
+		j->u.els[0].failed = 0;
+		api_status_free(&j->u.els[0].st);
+		api_status_init(&j->u.els[0].st);
+	}
+	for (size_t i = 0; i < j->u.n; i++) {
+		element *e = &j->u.els[i];
+
+		if (e->failed)
+			continue;
+		rc = write_element(j->ctx, txn, e);
+		if (rc != KI_OK || (e->failed && (!j->bulk || j->atomic))) {
+			api_resp_status(r, &e->st);
+			return rc != KI_OK ? rc : KI_ECONFLICT;
+		}
+		for (size_t k = 0; k < e->ndocs && !e->failed; k++)
+			j->any_created |= e->docs[k].created;
+	}
+	ki_buf_reset(&r->body);
+	if (!j->bulk && j->u.els[0].ndocs == 1) {
+		api_doc *d = &j->u.els[0].docs[0];
+
+		rc = copy_stored(txn, d->kind, d->stored_name, &r->body);
+		if (rc == KI_OK && d->created)
+			snprintf(r->location, sizeof(r->location), API_PREFIX "/%s/%s",
+			    d->kind->plural, d->stored_name);
+	} else {
+		render_result(j->u.els, j->u.n, store_rv(txn), j->dry_run, &r->body);
+		rc = r->body.oom ? KI_ENOMEM : KI_OK;
+	}
+	if (rc != KI_OK) {
+		api_fail_rc(r, rc, "rendering the answer");
+		return rc;
+	}
+	r->code = j->any_created ? 201 : 200;
+	/* A dry run answers as if it wrote, and keeps nothing. */
+	return j->dry_run ? KI_ECONFLICT : KI_OK;
+}
+
+void
+create_job_free(create_job *j)
+{
+	upload_free(&j->u);
+	free(j);
+}
+
+static void
+create_job_release(void *arg)
+{
+	create_job_free(arg);
+}
+
+/* After the batch: a failed commit turns a success into an error. */
+static void
+create_done(api_job *job, int commit_rc)
+{
+	create_job *j = (create_job *)(void *)job;
+	api_job_done user = j->user_done;
+
+	if (job->rc == KI_OK && commit_rc != KI_OK) {
+		ki_buf_reset(&j->r->body);
+		j->r->location[0] = '\0';
+		api_fail_rc(j->r, commit_rc, "committing the write");
+	}
+	/* The caller's done() wakes whoever answers with r, and that thread
+	 * frees j with r: the thread that parsed the upload frees it, and the
+	 * committer goes on with the next batch. Nothing of j is touched
+	 * after done(). */
+	if (user == NULL) {
+		create_job_free(j);
+		return;
+	}
+	j->r->release = create_job_release;
+	j->r->release_arg = j;
+	user(job, commit_rc);
+}
+
+void
+api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
+	int ndjson, const api_write_opts *opt, api_resp *r)
+{
+	create_job *j;
+	api_status st;
+	store_txn *txn = NULL;
+	int rc, any_failed = 0;
+
+	api_status_init(&st);
+	if ((j = calloc(1, sizeof(*j))) == NULL) {
+		api_fail_rc(r, KI_ENOMEM, "reading the upload");
+		return;
+	}
+	j->ctx = ctx;
+	j->r = r;
+	j->atomic = opt->atomic;
+	j->dry_run = opt->dry_run;
+	rc = parse_upload(ctx, coll, body, len, ndjson, &j->u, &j->bulk, &st);
+	if (rc != KI_OK) {
+		if (st.code == 0)
+			api_status_from_rc(&st, rc, "reading the upload");
+		api_resp_status(r, &st);
+		goto out;
+	}
+	for (size_t i = 0; i < j->u.n; i++) {
+		admit_element(&j->u.els[i], opt, r);
+		any_failed |= j->u.els[i].failed;
+	}
+	if (j->u.n == 0) {
+		api_status_fail(&st, 400, "BadRequest", "the upload holds no "
+		    "documents");
+		api_resp_status(r, &st);
+		goto out;
+	}
+	/* A lone document or bundle is all or nothing, and so is an atomic
+	 * bulk upload: one failure fails it whole with that Status. */
+	if (any_failed && (!j->bulk || opt->atomic)) {
+		for (size_t i = 0; i < j->u.n; i++) {
+			if (j->u.els[i].failed) {
+				api_resp_status(r, &j->u.els[i].st);
+				break;
+			}
+		}
+		goto out;
+	}
+	if (ctx->committer != NULL && !opt->dry_run) {
+		/* Durable writes share a commit: the caller submits the job and
+		 * answers when it is done. The rendering of new objects happens
+		 * here, on this request's thread, so that the one thread that
+		 * writes does little more than store them. */
+		if (store_begin(ctx->st, 0, &txn) == KI_OK) {
+			for (size_t i = 0; i < j->u.n; i++)
+				for (size_t k = 0; !j->u.els[i].failed &&
+				    k < j->u.els[i].ndocs; k++)
+					prerender_doc(ctx, txn, &j->u.els[i].docs[k]);
+			store_abort(txn);
+			txn = NULL;
+		}
+		j->job.fn = create_write;
+		j->job.arg = j;
+		/* One document or bundle: create_write can run it again from the
+		 * start, so it needs no transaction of its own. */
+		j->job.rerun = !j->bulk && j->u.n == 1;
+		j->user_done = NULL;
+		j->job.done = create_done;
+		r->job = &j->job;
+		api_status_free(&st);
+		return;
+	}
+	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a write transaction");
+		goto out;
+	}
+	rc = create_write(txn, j);
+	if (rc != KI_OK) {
+		store_abort(txn);
+	} else {
+		uint64_t rv = store_rv(txn);
+
+		rc = store_commit(txn);
+		if (rc != KI_OK) {
+			ki_buf_reset(&r->body);
+			r->location[0] = '\0';
+			api_fail_rc(r, rc, "committing the write");
+		} else if (j->any_created && ctx->committed != NULL) {
+			ctx->committed(ctx->committed_arg, rv);
+		}
+	}
+out:
+	create_job_free(j);
+	api_status_free(&st);
+}
+
+void
+api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
+{
+	create_job *j = (create_job *)(void *)r->job;
+
+	/* done runs after the job has finished the answer. */
+	j->user_done = done;
+	j->job.cookie = cookie;
+	r->job = NULL;
+	api_committer_submit(ctx->committer, &j->job);
+}

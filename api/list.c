@@ -1,0 +1,549 @@
+/* api/list.c — list: selectors, pages and continue tokens, and the
+ * facet counts of the catalogue. */
+#include "api/service_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/labels.h"
+#include "api/table.h"
+
+/* ---- list ---- */
+
+void
+api_query_free(api_query *q)
+{
+	if (q->labels != NULL) {
+		api_selector_free(q->labels);
+		free(q->labels);
+	}
+	if (q->fields != NULL) {
+		api_selector_free(q->fields);
+		free(q->fields);
+	}
+	free(q->frefs);
+	memset(q, 0, sizeof(*q));
+}
+
+/* The fields a field selector may name besides metadata.name: a run's
+ * references, each served by the store's reference index. Their order is
+ * that of a run's refs. */
+static const char *const ref_fields[API_NREFS] = { "spec.protocolDigest",
+	"spec.workloadDigest", "spec.environmentDigest",
+	"spec.implementationDigest" };
+
+int
+api_query_parse(api_query *q, const api_kind *k, const char *label_sel,
+	const char *field_sel, api_resp *r)
+{
+	api_status st;
+	char err[512];
+	int rc;
+
+	memset(q, 0, sizeof(*q));
+	q->labels = calloc(1, sizeof(*q->labels));
+	q->fields = calloc(1, sizeof(*q->fields));
+	if (q->labels == NULL || q->fields == NULL) {
+		api_query_free(q);
+		api_fail_rc(r, KI_ENOMEM, "parsing the selectors");
+		return KI_ENOMEM;
+	}
+	api_status_init(&st);
+	rc = api_selector_parse(label_sel, q->labels, err, sizeof(err));
+	if (rc != KI_OK) {
+		api_status_fail(&st, 400, "BadRequest", "labelSelector: %s", err);
+		goto fail;
+	}
+	rc = api_field_selector_parse(field_sel, q->fields, err, sizeof(err));
+	if (rc != KI_OK) {
+		api_status_fail(&st, 400, "BadRequest", "fieldSelector: %s", err);
+		goto fail;
+	}
+	if (q->fields->n > 0 &&
+	    (q->frefs = calloc(q->fields->n, sizeof(*q->frefs))) == NULL) {
+		rc = KI_ENOMEM;
+		api_status_from_rc(&st, rc, "parsing the selectors");
+		goto fail;
+	}
+	for (size_t i = 0; i < q->fields->n; i++) {
+		const api_requirement *req = &q->fields->reqs[i];
+		api_field_ref *f = &q->frefs[i];
+
+		f->ref = -1;
+		if (strcmp(req->key, "metadata.name") == 0)
+			continue;
+		for (int j = 0; k != NULL && k->id == API_RUN && j < API_NREFS; j++)
+			if (strcmp(req->key, ref_fields[j]) == 0)
+				f->ref = j;
+		if (f->ref < 0) {
+			rc = KI_EINVAL;
+			api_status_fail(&st, 400, "BadRequest", "field label not "
+			    "supported: %s (supported: metadata.name%s; select on the "
+			    "derived labels kernel, pass, provider, gpu, dtype and "
+			    "metric with labelSelector)", req->key,
+			    k != NULL && k->id == API_RUN ? ", spec.protocolDigest, "
+			    "spec.workloadDigest, spec.environmentDigest and "
+			    "spec.implementationDigest" : "");
+			goto fail;
+		}
+		if (api_digest_parse(req->values[0], strlen(req->values[0]),
+		    f->digest) != KI_OK) {
+			rc = KI_EINVAL;
+			api_status_fail(&st, 400, "BadRequest", "fieldSelector: %s: "
+			    "\"%.200s\" is not a digest (sha256: and 64 lowercase hex "
+			    "digits)", req->key, req->values[0]);
+			goto fail;
+		}
+	}
+	return KI_OK;
+fail:
+	api_resp_status(r, &st);
+	api_status_free(&st);
+	api_query_free(q);
+	return rc == KI_ENOMEM ? KI_ENOMEM : KI_EINVAL;
+}
+
+int
+api_query_match(const api_query *q, const store_obj *o)
+{
+	for (size_t i = 0; q->fields != NULL && i < q->fields->n; i++) {
+		const api_requirement *r = &q->fields->reqs[i];
+		int ref = q->frefs != NULL ? q->frefs[i].ref : -1, eq;
+
+		if (ref >= 0)
+			eq = o->nrefs == API_NREFS && memcmp(o->refs +
+			    (size_t)ref * API_DIGEST_LEN, q->frefs[i].digest,
+			    API_DIGEST_LEN) == 0;
+		else
+			eq = strlen(r->values[0]) == o->name_len &&
+			    memcmp(r->values[0], o->name, o->name_len) == 0;
+		if ((r->op == API_SEL_EQ) != eq)
+			return 0;
+	}
+	return q->labels == NULL ||
+	    api_selector_match(q->labels, o->labels, o->labels_len);
+}
+
+typedef struct list_arg {
+	ki_buf *out;
+	const api_kind *kind;
+	const api_query *q;
+	uint64_t limit, n;
+	int more, table, include;
+	double now;
+	uint64_t last;              /* id of the last item */
+	uint64_t examined;          /* objects the query was matched against */
+} list_arg;
+
+static int
+list_one(void *arg, const store_obj *o)
+{
+	list_arg *a = arg;
+
+	a->examined++;
+	if (!api_query_match(a->q, o))
+		return 0;
+	if (a->limit != 0 && a->n == a->limit) {
+		a->more = 1;
+		return 1;
+	}
+	if (a->table) {
+		api_table_row(a->out, a->kind, o, a->include, a->now, a->n > 0);
+	} else {
+		if (a->n > 0)
+			ki_buf_putc(a->out, ',');
+		ki_buf_append(a->out, o->json, o->json_len);
+	}
+	a->n++;
+	a->last = o->seq;
+	return a->out->oom ? KI_ENOMEM : 0;
+}
+
+static const char b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void
+b64_encode(const char *s, size_t n, ki_buf *out)
+{
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)(unsigned char)s[i] << 16;
+		size_t k = n - i < 3 ? n - i : 3;
+
+		if (k > 1)
+			v |= (uint32_t)(unsigned char)s[i + 1] << 8;
+		if (k > 2)
+			v |= (unsigned char)s[i + 2];
+		for (size_t j = 0; j < k + 1; j++)
+			ki_buf_putc(out, b64url[(v >> (18 - 6 * j)) & 63]);
+	}
+}
+
+static int
+b64_decode(const char *s, ki_buf *out)
+{
+	uint32_t v = 0;
+	int bits = 0;
+
+	for (; *s; s++) {
+		const char *p = strchr(b64url, *s);
+
+		if (p == NULL)
+			return KI_EINVAL;
+		v = (v << 6) | (uint32_t)(p - b64url);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			ki_buf_putc(out, (char)((v >> bits) & 0xff));
+		}
+	}
+	return out->oom ? KI_ENOMEM : KI_OK;
+}
+
+/* Reads a decoded continue token "i:<id>" of kind into *id. */
+static int
+parse_after(const ki_buf *tok, int kind, uint64_t *id)
+{
+	unsigned long long v = 0;
+
+	if (tok->len < 3 || tok->len > 22 || memcmp(tok->data, "i:", 2) != 0)
+		return KI_EINVAL;
+	for (size_t i = 2; i < tok->len; i++) {
+		if (tok->data[i] < '0' || tok->data[i] > '9')
+			return KI_EINVAL;
+		v = v * 10 + (unsigned)(tok->data[i] - '0');
+	}
+	if (store_id_kind(v) != kind)
+		return KI_EINVAL;
+	*id = v;
+	return KI_OK;
+}
+
+/* Runs the query over kind in id order after the id `after`, driven by
+ * the cheapest access path: a name lookup for metadata.name=X, else the
+ * intersection of the index postings of its equality and set
+ * requirements (labels, and a run's references by digest), else the
+ * kind's range. fn still checks every requirement. */
+static int
+run_query(store_txn *txn, const api_kind *k, const api_query *q,
+	uint64_t after, store_each_fn fn, void *arg, int *path)
+{
+	store_term *terms = NULL;
+	store_alt *alts = NULL;
+	size_t nterms = 0, nalts = 0, total = 0;
+	int rc;
+
+	*path = API_LIST_BY_NAME;
+	for (size_t i = 0; i < q->fields->n; i++) {
+		const api_requirement *r = &q->fields->reqs[i];
+		store_obj o;
+
+		if (r->op != API_SEL_EQ || q->frefs[i].ref >= 0)
+			continue;
+		rc = store_get_by_name(txn, k->id, r->values[0],
+		    strlen(r->values[0]), &o);
+		if (rc == KI_ENOTFOUND || (rc == KI_OK && o.seq <= after))
+			return KI_OK;
+		if (rc != KI_OK)
+			return rc;
+		rc = fn(arg, &o);
+		return rc == 1 ? KI_OK : rc;
+	}
+	total = q->fields->n;
+	for (size_t i = 0; i < q->labels->n; i++)
+		total += q->labels->reqs[i].nvalues;
+	if (total > 0) {
+		terms = calloc(q->fields->n + q->labels->n, sizeof(*terms));
+		alts = calloc(total, sizeof(*alts));
+		if (terms == NULL || alts == NULL) {
+			rc = KI_ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < q->fields->n; i++) {
+		if (q->fields->reqs[i].op != API_SEL_EQ)
+			continue;
+		alts[nalts].digest = q->frefs[i].digest;
+		terms[nterms].alts = &alts[nalts++];
+		terms[nterms++].nalts = 1;
+	}
+	for (size_t i = 0; i < q->labels->n; i++) {
+		const api_requirement *r = &q->labels->reqs[i];
+		size_t first = nalts;
+
+		if (r->op != API_SEL_EQ && r->op != API_SEL_IN)
+			continue;
+		for (size_t j = 0; j < r->nvalues; j++) {
+			if (strlen(r->key) + strlen(r->values[j]) > STORE_MAX_INDEXED)
+				break;   /* not indexed: this one filters only */
+			alts[nalts].key = r->key;
+			alts[nalts++].value = r->values[j];
+		}
+		if (nalts - first != r->nvalues) {
+			nalts = first;
+			continue;
+		}
+		terms[nterms].alts = &alts[first];
+		terms[nterms++].nalts = r->nvalues;
+	}
+	*path = nterms > 0 ? API_LIST_BY_INDEX : API_LIST_BY_RANGE;
+	rc = store_list_index(txn, k->id, terms, nterms, after, fn, arg);
+out:
+	free(terms);
+	free(alts);
+	return rc;
+}
+
+void
+api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
+	api_resp *r)
+{
+	store_txn *txn = NULL;
+	api_query q;
+	list_arg a;
+	ki_buf after, tok;
+	uint64_t after_id = 0;
+	api_status st;
+	int rc, path;
+
+	memset(&a, 0, sizeof(a));
+	memset(&q, 0, sizeof(q));
+	ki_buf_init(&after);
+	ki_buf_init(&tok);
+	api_status_init(&st);
+	if (api_query_parse(&q, k, opt->label_selector, opt->field_selector,
+	    r) != KI_OK)
+		goto out;
+	a.out = &r->body;
+	a.kind = k;
+	a.q = &q;
+	a.table = opt->table;
+	a.include = opt->include;
+	a.now = ctx->now();
+	a.limit = opt->limit;
+	if (a.limit == 0 || a.limit > ctx->lim->max_page)
+		a.limit = ctx->lim->max_page;
+	if (opt->continue_token != NULL && *opt->continue_token != '\0') {
+		/* Token: "i:" + the id of the previous page's last object, in
+		 * decimal: the next page starts after it with one seek. */
+		int drc = b64_decode(opt->continue_token, &after);
+
+		if (drc == KI_OK && after.len >= 2 &&
+		    memcmp(after.data, "n:", 2) == 0) {
+			/* A name-ordered page of an older kernelindexd: the pages
+			 * it continued are gone, as an expired token's are. */
+			api_status_fail(&st, 410, "Expired", "the continue token "
+			    "comes from an older version of the index, whose pages "
+			    "were in name order: list again from the start");
+			api_resp_status(r, &st);
+			goto out;
+		}
+		if (drc != KI_OK || parse_after(&after, k->id, &after_id) != KI_OK) {
+			api_status_fail(&st, 400, "BadRequest", "the continue token "
+			    "is malformed: pass metadata.continue from the previous "
+			    "page unchanged");
+			api_resp_status(r, &st);
+			goto out;
+		}
+	}
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a read transaction");
+		goto out;
+	}
+	if (a.table)
+		api_table_open(&r->body, k);
+	else
+		ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
+		    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
+	rc = run_query(txn, k, &q, after_id, list_one, &a, &path);
+	__atomic_add_fetch(&ctx->lists.requests[path], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctx->lists.examined, a.examined, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&ctx->lists.returned, a.n, __ATOMIC_RELAXED);
+	if (rc != KI_OK && rc != 1) {
+		api_fail_rc(r, rc, "listing");
+		goto out;
+	}
+	if (a.more) {
+		ki_buf raw;
+
+		ki_buf_init(&raw);
+		ki_buf_printf(&raw, "i:%llu", (unsigned long long)a.last);
+		b64_encode(raw.data, raw.len, &tok);
+		ki_buf_free(&raw);
+	}
+	if (a.table) {
+		api_table_close(&r->body, store_rv(txn), a.more ? tok.data : NULL);
+	} else {
+		ki_buf_printf(&r->body, "],\"metadata\":{\"resourceVersion\":"
+		    "\"%llu\"", (unsigned long long)store_rv(txn));
+		if (a.more)
+			ki_buf_printf(&r->body, ",\"continue\":\"%s\"", tok.data);
+		ki_buf_puts(&r->body, "}}");
+	}
+	if (r->body.oom)
+		api_fail_rc(r, KI_ENOMEM, "listing");
+	else
+		r->code = 200;
+out:
+	store_abort(txn);
+	api_query_free(&q);
+	ki_buf_free(&after);
+	ki_buf_free(&tok);
+	api_status_free(&st);
+}
+
+/* ---- facets ---- */
+
+typedef struct facet_acc {
+	/* "l:k=v" / "c:…" -> count, accumulated in a json-c object. */
+	struct json_object *counts;
+	const api_query *q;
+	uint64_t total;
+	ki_buf scratch;             /* an object's facets */
+} facet_acc;
+
+static int
+facet_stored(void *arg, const char *facet, size_t len, uint64_t count)
+{
+	facet_acc *f = arg;
+	char key[STORE_MAX_NATKEY + 1];
+
+	if (len == 2 && memcmp(facet, "n:", 2) == 0) {
+		f->total = count;
+		return 0;
+	}
+	snprintf(key, sizeof(key), "%.*s", (int)len, facet);
+	json_object_object_add(f->counts, key, json_object_new_int64(
+	    (int64_t)count));
+	return 0;
+}
+
+static int
+facet_scan(void *arg, const store_obj *o)
+{
+	facet_acc *f = arg;
+	const char *p, *end;
+
+	if (!api_query_match(f->q, o))
+		return 0;
+	f->total++;
+	/* Records do not carry their facets: they follow from the labels. */
+	ki_buf_reset(&f->scratch);
+	if (api_store_facets(o->kind, o->labels, o->labels_len, &f->scratch) !=
+	    KI_OK)
+		return KI_ENOMEM;
+	p = f->scratch.data;
+	end = p + f->scratch.len;
+	while (p != NULL && p < end) {
+		size_t n = strnlen(p, (size_t)(end - p));
+		char key[STORE_MAX_NATKEY + 1];
+		struct json_object *v;
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, p);
+		if (json_object_object_get_ex(f->counts, key, &v))
+			json_object_set_int64(v, json_object_get_int64(v) + 1);
+		else
+			json_object_object_add(f->counts, key,
+			    json_object_new_int64(1));
+		p += n + 1;
+	}
+	return 0;
+}
+
+void
+api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
+{
+	const api_kind *k = api_kind_by_id(API_RUN);
+	struct json_object *labels = NULL;
+	store_txn *txn = NULL;
+	facet_acc f;
+	api_query q;
+	int rc, first = 1;
+
+	memset(&f, 0, sizeof(f));
+	if (api_query_parse(&q, k, label_sel, NULL, r) != KI_OK)
+		return;
+	f.q = &q;
+	f.counts = json_object_new_object();
+	labels = json_object_new_object();
+	if (f.counts == NULL || labels == NULL) {
+		api_fail_rc(r, KI_ENOMEM, "counting");
+		goto out;
+	}
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a read transaction");
+		goto out;
+	}
+	/* Without a selector the store's counters answer at once; with one,
+	 * the matching runs are counted (through the label index when an
+	 * equality requirement allows). */
+	if (q.labels->n == 0) {
+		rc = store_facets(txn, k->id, facet_stored, &f);
+	} else {
+		int path;
+
+		rc = run_query(txn, k, &q, 0, facet_scan, &f, &path);
+	}
+	if (rc != KI_OK) {
+		api_fail_rc(r, rc, "counting");
+		goto out;
+	}
+	ki_buf_printf(&r->body, "{\"kind\":\"Facets\",\"apiVersion\":\""
+	    API_GROUP_VERSION "\",\"metadata\":{\"resourceVersion\":\"%llu\"},"
+	    "\"total\":%llu,\"labels\":", (unsigned long long)store_rv(txn),
+	    (unsigned long long)f.total);
+	json_object_object_foreach(f.counts, key, val) {
+		const char *eq;
+		struct json_object *m;
+		char lk[400];
+
+		if (strncmp(key, "l:", 2) != 0 || (eq = strchr(key, '=')) == NULL)
+			continue;
+		snprintf(lk, sizeof(lk), "%.*s", (int)(eq - key - 2), key + 2);
+		if (!json_object_object_get_ex(labels, lk, &m)) {
+			m = json_object_new_object();
+			json_object_object_add(labels, lk, m);
+		}
+		json_object_object_add(m, eq + 1, json_object_get(val));
+	}
+	api_jcs_serialize(labels, &r->body);
+	ki_buf_puts(&r->body, ",\"combinations\":[");
+	json_object_object_foreach(f.counts, ckey, cval) {
+		char text[STORE_MAX_NATKEY + 1];
+		char *parts[4] = { NULL, NULL, NULL, NULL }, *p;
+		int n = 0;
+
+		if (strncmp(ckey, "c:", 2) != 0)
+			continue;
+		snprintf(text, sizeof(text), "%s", ckey + 2);
+		p = text;
+		for (char *s; n < 4 && (s = strsep(&p, "\x1f")) != NULL;)
+			parts[n++] = s;
+		if (n != 4)
+			continue;
+		ki_buf_puts(&r->body, first ? "{\"kernel\":" : ",{\"kernel\":");
+		ki_buf_json_string(&r->body, parts[0], strlen(parts[0]));
+		ki_buf_puts(&r->body, ",\"provider\":");
+		ki_buf_json_string(&r->body, parts[1], strlen(parts[1]));
+		ki_buf_puts(&r->body, ",\"gpu\":");
+		ki_buf_json_string(&r->body, parts[2], strlen(parts[2]));
+		ki_buf_puts(&r->body, ",\"metric\":");
+		ki_buf_json_string(&r->body, parts[3], strlen(parts[3]));
+		ki_buf_printf(&r->body, ",\"count\":%lld}",
+		    (long long)json_object_get_int64(cval));
+		first = 0;
+	}
+	ki_buf_puts(&r->body, "]}");
+	if (r->body.oom)
+		api_fail_rc(r, KI_ENOMEM, "counting");
+	else
+		r->code = 200;
+out:
+	store_abort(txn);
+	api_query_free(&q);
+	ki_buf_free(&f.scratch);
+	if (f.counts != NULL)
+		json_object_put(f.counts);
+	if (labels != NULL)
+		json_object_put(labels);
+}

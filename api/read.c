@@ -1,0 +1,112 @@
+/* api/read.c — read: one object by name, or by digest. */
+#include "api/service_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- reads ---- */
+
+void
+not_found(api_resp *r, const api_kind *k, const char *name, size_t len)
+{
+	api_status st;
+
+	api_status_init(&st);
+	api_status_fail(&st, 404, "NotFound", "%s.%s \"%.*s\" not found",
+	    k->plural, API_GROUP, (int)len, name);
+	api_status_details(&st, k->plural, NULL);
+	free(st.detail_name);
+	st.detail_name = strndup(name, len);
+	api_resp_status(r, &st);
+	api_status_free(&st);
+}
+
+void
+api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
+	api_resp *r)
+{
+	store_txn *txn;
+	store_obj o;
+	int rc;
+
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a read transaction");
+		return;
+	}
+	rc = store_get_by_name(txn, k->id, name, len, &o);
+	if (rc == KI_OK)
+		rc = ki_buf_append(&r->body, o.json, o.json_len);
+	if (rc == KI_OK)
+		snprintf(r->etag, sizeof(r->etag), "\"%llu\"",
+		    (unsigned long long)o.rv);
+	store_abort(txn);
+	if (rc == KI_ENOTFOUND)
+		not_found(r, k, name, len);
+	else if (rc != KI_OK)
+		api_fail_rc(r, rc, "reading the object");
+	else
+		r->code = 200;
+}
+
+void
+api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
+	api_resp *r)
+{
+	uint8_t d[API_DIGEST_LEN];
+	store_txn *txn;
+	store_obj o;
+	const api_kind *k;
+	api_status st;
+	int rc;
+
+	if (api_digest_parse(digest, strlen(digest), d) != KI_OK) {
+		api_status_init(&st);
+		api_status_fail(&st, 400, "BadRequest", "\"%.80s\" is not a digest: "
+		    "use sha256: followed by 64 lowercase hexadecimal digits",
+		    digest);
+		api_resp_status(r, &st);
+		api_status_free(&st);
+		return;
+	}
+	snprintf(r->etag, sizeof(r->etag), "\"%s\"", digest);
+	r->cache_control = "public, max-age=31536000, immutable";
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a read transaction");
+		return;
+	}
+	rc = store_get_by_digest(txn, d, &o);
+	if (rc == KI_OK && if_none_match != NULL &&
+	    (strstr(if_none_match, r->etag) != NULL ||
+	    strcmp(if_none_match, "*") == 0)) {
+		/* Content named by its digest never changes. */
+		store_abort(txn);
+		r->code = 304;
+		return;
+	}
+	k = rc == KI_OK ? api_kind_by_id(o.kind) : NULL;
+	if (rc == KI_OK && k == NULL)
+		rc = KI_ESTORE;
+	if (rc == KI_OK) {
+		/* The canonical content: exactly the bytes that were digested. */
+		ki_buf_printf(&r->body, "{\"apiVersion\":\"" API_GROUP_VERSION
+		    "\",\"kind\":\"%s\",\"spec\":", k->kind);
+		ki_buf_append(&r->body, o.json + o.spec_off, o.spec_len);
+		ki_buf_putc(&r->body, '}');
+		rc = r->body.oom ? KI_ENOMEM : KI_OK;
+	}
+	store_abort(txn);
+	if (rc == KI_ENOTFOUND) {
+		r->cache_control = NULL;
+		r->etag[0] = '\0';
+		api_status_init(&st);
+		api_status_fail(&st, 404, "NotFound", "no object with digest %s is "
+		    "stored", digest);
+		api_resp_status(r, &st);
+		api_status_free(&st);
+	} else if (rc != KI_OK) {
+		api_fail_rc(r, rc, "reading the object");
+	} else {
+		r->code = 200;
+	}
+}
