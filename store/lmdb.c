@@ -2658,9 +2658,14 @@ index_object(store_txn *t, const store_obj *o, int dir)
 	k.mv_data = (void *)(uintptr_t)o->digest;
 	if (dir > 0) {
 		/* The first object with that content keeps it; a new digest
-		 * goes to the young part of the index. */
+		 * goes to the young part of the index. A lookup that finds o
+		 * itself found it in memory only: a replaced object's entries
+		 * were just taken out of the tables (index_object -1), and an
+		 * aborted transaction (a dry run) leaves the ids it used in
+		 * memory, where the next object to take that id finds its own
+		 * record. The tables, which a restart reads, must hold it. */
 		rc = digest_find(t, o->digest, &id);
-		if (rc == KI_ENOTFOUND)
+		if (rc == KI_ENOTFOUND || (rc == KI_OK && id == o->seq))
 			rc = young_add(t, o->digest, o->seq);
 	} else {
 		/* Only if the index keeps this object for it. */
