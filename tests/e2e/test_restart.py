@@ -10,10 +10,16 @@ SIGTERM and started again: each is served by its digest (bytes whose
 SHA-256 is the digest), the same content under another name is the same
 object, and a run naming the protocol's digest resolves it, whether the
 protocol travels in the same bundle or not.
+
+full_disk_is_507_and_logged: a daemon whose data directory is a small tmpfs
+(mounted by the test as root; skipped with the reason otherwise) is written
+until a write fails: the failure is a 507 InsufficientStorage Status, the
+log says why, and reads go on.
 """
 import copy
 import hashlib
 import os
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True
@@ -115,6 +121,38 @@ def changed_objects_keep_their_digest_across_a_restart():
            'the protocol resolved for ' + run['metadata']['name'])
     check(d.sanitizer_report() is None, 'no sanitizer report')
     d.stop()
+
+
+@test
+def full_disk_is_507_and_logged():
+    mnt = kitest.tempdir('kitest-tmpfs-')
+    p = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs',
+                        mnt], capture_output=True, text=True)
+    if p.returncode != 0:
+        print('  skipped: cannot mount a tmpfs here (%s)' %
+              (p.stderr.strip() or 'not root'))
+        return
+    try:
+        d = Daemon(data_dir=os.path.join(mnt, 'data'),
+                   args=['--map-size', '64M']).start()
+        last = None
+        for i in range(20000):
+            last = d.post(G + '/benchmarkprotocols',
+                          proto('fill-%d' % i, i + 1))
+            if last.status != 201:
+                break
+        check(last is not None and last.status != 201,
+              'the disk never filled')
+        kitest.status_of(last, 507, 'InsufficientStorage')
+        check(i > 5, 'writes went in before the disk filled (%d)' % i)
+        eq(d.get(G + '/benchmarkprotocols/fill-0').status, 200,
+           'reads go on')
+        log = d.stderr()
+        check('no space left on the device' in log,
+              'the log says the disk is full:\n' + d.tail())
+        d.stop()
+    finally:
+        subprocess.run(['umount', mnt])
 
 
 if __name__ == '__main__':
