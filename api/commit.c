@@ -1,5 +1,6 @@
 /* api/commit.c — the committer thread. */
 #include "api/commit.h"
+#include "lib/log.h"
 #include "lib/thread.h"
 
 #include <errno.h>
@@ -85,6 +86,11 @@ again:
 			__atomic_add_fetch(&c->stats.jobs, njobs, __ATOMIC_RELAXED);
 		}
 	}
+	if (rc != KI_OK)
+		/* Every request of the batch is answered with it; the reason
+		 * (a full disk, a damaged store) is the operator's to see. */
+		log_error("commit: a batch of %zu write(s) failed: %s", njobs,
+		    ki_strerror(rc));
 	if (rc == KI_OK && wrote && c->committed != NULL)
 		c->committed(c->arg, rv);
 	while (jobs != NULL) {

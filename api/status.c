@@ -167,6 +167,11 @@ api_status_from_rc(api_status *st, int rc, const char *what)
 		api_status_fail(st, 507, "InsufficientStorage",
 		    "%s: the store is full; nothing was written", what);
 		break;
+	case KI_ENOSPC:
+		api_status_fail(st, 507, "InsufficientStorage",
+		    "%s: the disk holding the store is full; nothing was "
+		    "written", what);
+		break;
 	case KI_ENOTFOUND:
 		api_status_fail(st, 404, "NotFound", "%s not found", what);
 		break;

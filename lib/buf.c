@@ -22,6 +22,9 @@ ki_strerror(int rc)
 	case KI_EIO: return "I/O error";
 	case KI_EGONE: return "too old";
 	case KI_EBUSY: return "in use by another kernelindexd";
+	case KI_ECORRUPT: return "stored data is damaged (checksum or "
+	    "structure mismatch)";
+	case KI_ENOSPC: return "no space left on the device";
 	default: return "unknown error";
 	}
 }

@@ -20,6 +20,8 @@ enum {
 	KI_EIO = -9,       /* an operating-system call failed; errno is kept */
 	KI_EGONE = -10,    /* a resourceVersion or continue token is too old */
 	KI_EBUSY = -11,    /* another process holds the store */
+	KI_ECORRUPT = -12, /* stored data fails its checksum or structure */
+	KI_ENOSPC = -13,   /* the file system is full (ENOSPC, EDQUOT) */
 };
 
 /* Returns a static English description of a KI_* code. */

@@ -99,6 +99,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,7 +198,10 @@ struct store {
 	/* The checkpoint thread and the checkpoint in flight (ck_mu guards
 	 * the pins and flags). */
 	pthread_t ck_thread;
+	/* ck_failed: the failed checkpoint's code (KI_ENOSPC, KI_EIO), which
+	 * every later write gets. */
 	int ck_started, ck_busy, ck_stop, ck_failed, ck_file;
+	char *dir;          /* for the free space after a failed write */
 	/* Commits since the thread last started writing the file's dirty
 	 * pages back (see ckpt_loop). */
 	int ck_ahead;
@@ -257,8 +261,28 @@ map_rc(int rc)
 	case MDB_TXN_FULL:
 	case MDB_PAGE_FULL: return KI_EFULL;
 	case ENOMEM: return KI_ENOMEM;
-	default: return rc < 0 && rc >= KI_EBUSY ? rc : KI_ESTORE;
+	case ENOSPC:
+	case EDQUOT: return KI_ENOSPC;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID: return KI_ECORRUPT;
+	default: return rc < 0 && rc >= KI_ENOSPC ? rc : KI_ESTORE;
 	}
+}
+
+/* A write that failed with KI_ESTORE or KI_EIO while the store's file
+ * system has (nearly) no space left failed for want of it: LMDB reports a
+ * short write as EIO, not ENOSPC. */
+static int
+disk_rc(const store *s, int rc)
+{
+	struct statvfs sv;
+
+	if ((rc == KI_ESTORE || rc == KI_EIO) && s->dir != NULL &&
+	    statvfs(s->dir, &sv) == 0 &&
+	    (uint64_t)sv.f_bavail * sv.f_frsize < (UINT64_C(1) << 20))
+		return KI_ENOSPC;
+	return rc;
 }
 
 static void
@@ -716,8 +740,8 @@ ckpt_finish(store *s)
 {
 	int rc = KI_OK;
 
-	if (!s->nosync && mdb_env_sync(s->env, 1) != 0)
-		rc = KI_EIO;
+	if (!s->nosync && (rc = mdb_env_sync(s->env, 1)) != 0)
+		rc = disk_rc(s, map_rc(rc));
 	if (rc == KI_OK)
 		rc = wal_head_write(s->wal, s->ck_file, s->ck_head, s->nosync);
 	pthread_mutex_lock(&s->ck_mu);
@@ -731,7 +755,7 @@ ckpt_finish(store *s)
 		/* The log's next switch would overwrite records the last
 		 * valid header still needs: refuse writes from now on. */
 		mdb_txn_abort(s->ck_pin);
-		s->ck_failed = 1;
+		s->ck_failed = rc == KI_ENOSPC ? KI_ENOSPC : KI_EIO;
 		log_error("store: a checkpoint failed (%s); writes are refused "
 		    "until a restart", ki_strerror(rc));
 	}
@@ -800,7 +824,7 @@ ckpt_wait(store *s)
 		pthread_cond_wait(&s->ck_cv, &s->ck_mu);
 	failed = s->ck_failed;
 	pthread_mutex_unlock(&s->ck_mu);
-	return failed ? KI_EIO : KI_OK;
+	return failed;
 }
 
 /* A whole checkpoint, waited for; the caller holds the writer lock. */
@@ -824,7 +848,7 @@ ckpt_state(store *s, int *busy)
 	*busy = s->ck_busy;
 	failed = s->ck_failed;
 	pthread_mutex_unlock(&s->ck_mu);
-	return failed ? KI_EIO : KI_OK;
+	return failed;
 }
 
 /* At the start of a write transaction: starts a checkpoint when the log
@@ -834,12 +858,12 @@ static int
 ckpt_maybe(store *s, int tight)
 {
 	uint64_t used;
-	int busy;
+	int busy, rc;
 
 	if (!s->owner || s->replaying)
 		return KI_OK;
-	if (ckpt_state(s, &busy) != KI_OK)
-		return KI_EIO;
+	if ((rc = ckpt_state(s, &busy)) != KI_OK)
+		return rc;
 	used = wal_used(s->wal);
 	if (tight && (used > 0 || busy))
 		return ckpt_sync(s, 0);
@@ -1018,6 +1042,7 @@ store_free(store *s)
 		mdb_env_close(s->env);
 	wal_close(s->wal);
 	free(s->ck_head);
+	free(s->dir);
 	pthread_mutex_destroy(&s->ck_mu);
 	pthread_cond_destroy(&s->ck_cv);
 	pthread_rwlock_destroy(&s->resize);
@@ -1043,6 +1068,10 @@ store_open(store **out, const char *dir, const store_options *opt)
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return KI_ENOMEM;
+	if ((s->dir = strdup(dir)) == NULL) {
+		free(s);
+		return KI_ENOMEM;
+	}
 	s->history = opt->history ? opt->history : 100000;
 	s->convert_batch = opt->convert_batch ? opt->convert_batch :
 	    CONVERT_DIGESTS;
@@ -1129,9 +1158,23 @@ store_open(store **out, const char *dir, const store_options *opt)
 		if ((rc = mdb_env_set_flags(s->env, MDB_NOSYNC, 1)) != 0)
 			goto fail;
 		if (replay) {
+			wal_damage bad;
+
 			s->replaying = 1;
-			rc = wal_each(s->wal, file, h->txnid, replay_one, s);
+			rc = wal_each(s->wal, file, h->txnid, h->first, replay_one,
+			    s, &bad);
 			s->replaying = 0;
+			if (rc == KI_ECORRUPT && bad.file >= 0) {
+				log_error("store: the redo log of %s is damaged: "
+				    "the record at byte %llu of %s is missing or "
+				    "fails its checksum, and valid records follow "
+				    "it; nothing is applied and the store is not "
+				    "opened (transactions after it would be lost)",
+				    dir, (unsigned long long)bad.off,
+				    bad.file == 2 ? "redo.side" : bad.file ?
+				    "redo.1" : "redo.0");
+				goto fail;
+			}
 			if (rc != KI_OK) {
 				log_error("store: the redo log of %s cannot be "
 				    "applied: %s", dir, ki_strerror(rc));
@@ -1363,9 +1406,9 @@ commit_logged(store_txn *t)
 	if ((rc = wal_append(s->wal, txnid, t->log.data, t->log.len,
 	    s->nosync)) != KI_OK) {
 		mdb_txn_abort(t->txn);
-		return rc;
+		return disk_rc(s, rc);
 	}
-	if ((rc = map_rc(mdb_txn_commit(t->txn))) != KI_OK &&
+	if ((rc = disk_rc(s, map_rc(mdb_txn_commit(t->txn)))) != KI_OK &&
 	    wal_retract(s->wal, s->nosync) != KI_OK) {
 		/* Neither committed nor retracted: a restart would apply it. */
 		log_error("store: a refused commit stays in the redo log; "
@@ -2658,9 +2701,14 @@ index_object(store_txn *t, const store_obj *o, int dir)
 	k.mv_data = (void *)(uintptr_t)o->digest;
 	if (dir > 0) {
 		/* The first object with that content keeps it; a new digest
-		 * goes to the young part of the index. */
+		 * goes to the young part of the index. A lookup that finds o
+		 * itself found it in memory only: a replaced object's entries
+		 * were just taken out of the tables (index_object -1), and an
+		 * aborted transaction (a dry run) leaves the ids it used in
+		 * memory, where the next object to take that id finds its own
+		 * record. The tables, which a restart reads, must hold it. */
 		rc = digest_find(t, o->digest, &id);
-		if (rc == KI_ENOTFOUND)
+		if (rc == KI_ENOTFOUND || (rc == KI_OK && id == o->seq))
 			rc = young_add(t, o->digest, o->seq);
 	} else {
 		/* Only if the index keeps this object for it. */

@@ -42,7 +42,22 @@ struct wal {
 	size_t cap;
 	uint8_t tail[BLOCK];      /* off's block up to off */
 	uint8_t last_tail[BLOCK]; /* last's block up to last */
+	/* Records are numbered 1, 2, ... (0 is skipped) from the open on,
+	 * across both files: a gap between two records that chain on (a
+	 * damaged record of one file while the other holds later ones) shows
+	 * as a number missing. first_no: the number of the first record
+	 * appended to each file since appends last switched to it, written
+	 * into its header, so that the first record after a checkpoint is
+	 * checked too. */
+	uint32_t next_no;
+	uint32_t first_no[2];
 };
+
+static uint32_t
+no_after(uint32_t no)
+{
+	return no + 1 == 0 ? 1 : no + 1;
+}
 
 /* Appends go through the page cache from now on. */
 static void
@@ -90,6 +105,7 @@ wal_open(wal **out, const char *dir, int *owner)
 	else if (errno != EWOULDBLOCK)
 		goto fail;
 	w->off = w->last = WAL_DATA;
+	w->next_no = 1;
 	*out = w;
 	return KI_OK;
 fail:
@@ -164,6 +180,13 @@ sum(const uint8_t *fields, size_t nfields, size_t crc_at, const void *body,
 	return (uint32_t)c;
 }
 
+/* KI_ENOSPC when errno says the file system is full, else KI_EIO. */
+static int
+io_rc(void)
+{
+	return errno == ENOSPC || errno == EDQUOT ? KI_ENOSPC : KI_EIO;
+}
+
 static int
 pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
@@ -194,7 +217,7 @@ pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return KI_EIO;
+			return n < 0 ? io_rc() : KI_EIO;
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
@@ -216,6 +239,7 @@ read_head(int fd, wal_head *h)
 	h->txnid = get64(f + 16);
 	h->clean = get32(f + 24);
 	h->meta_len = get32(f + 28);
+	h->first = get32(f + 36);
 	if (h->meta_len == 0 || h->meta_len > WAL_META_MAX)
 		return KI_ENOTFOUND;
 	if ((rc = pread_all(fd, h->metas, h->meta_len, HEAD_FIELDS)) != KI_OK)
@@ -262,19 +286,21 @@ wal_head_write(wal *w, int file, const wal_head *h, int nosync)
 	put64(f + 16, h->txnid);
 	put32(f + 24, h->clean);
 	put32(f + 28, h->meta_len);
+	put32(f + 36, w->first_no[file]);
 	put32(f + 32, sum(f, sizeof(f), 32, h->metas, h->meta_len));
 	if ((rc = pwrite_all(fd, h->metas, h->meta_len, HEAD_FIELDS)) !=
 	    KI_OK || (rc = pwrite_all(fd, f, sizeof(f), 0)) != KI_OK)
 		return rc;
 	if (!nosync && fdatasync(fd) != 0)
-		return KI_EIO;
+		return io_rc();
 	return KI_OK;
 }
 
-/* Fills a record's fields for its payload data. */
+/* Fills a record's fields for its payload data; no is its number (0:
+ * none, redo.side's records). */
 static int
-rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, const void *data,
-	size_t len)
+rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, uint32_t no,
+	const void *data, size_t len)
 {
 	if (len > UINT32_MAX)
 		return KI_ELIMIT;
@@ -282,20 +308,22 @@ rec_fields(uint8_t f[REC_FIELDS], uint64_t txnid, const void *data,
 	put32(f, REC_MAGIC);
 	put32(f + 4, (uint32_t)len);
 	put64(f + 8, txnid);
+	put32(f + 20, no);
 	put32(f + 16, sum(f, REC_FIELDS, 16, data, len));
 	return KI_OK;
 }
 
 /* Writes one record at off: fields and payload in one call. */
 static int
-write_rec(int fd, uint64_t off, uint64_t txnid, const void *data, size_t len)
+write_rec(int fd, uint64_t off, uint64_t txnid, uint32_t no, const void *data,
+	size_t len)
 {
 	uint8_t f[REC_FIELDS];
 	struct iovec iov[2];
 	ssize_t n;
 	int rc;
 
-	if ((rc = rec_fields(f, txnid, data, len)) != KI_OK)
+	if ((rc = rec_fields(f, txnid, no, data, len)) != KI_OK)
 		return rc;
 	iov[0].iov_base = f;
 	iov[0].iov_len = sizeof(f);
@@ -307,10 +335,11 @@ write_rec(int fd, uint64_t off, uint64_t txnid, const void *data, size_t len)
 	if (n == (ssize_t)(sizeof(f) + len))
 		return KI_OK;
 	/* A short write: finish it plainly. */
-	if (n < 0 || pwrite_all(fd, f, sizeof(f), off) != KI_OK ||
-	    pwrite_all(fd, data, len, off + sizeof(f)) != KI_OK)
-		return KI_EIO;
-	return KI_OK;
+	if (n < 0)
+		return io_rc();
+	if ((rc = pwrite_all(fd, f, sizeof(f), off)) != KI_OK)
+		return rc;
+	return pwrite_all(fd, data, len, off + sizeof(f));
 }
 
 /* Writes the blocks from off's block on: the tail, then n bytes of data
@@ -349,7 +378,9 @@ direct_write(wal *w, const uint8_t *fields, const void *data, size_t n)
 			continue;
 		if (k < 0 && errno == EINVAL && done == 0)
 			return KI_EINVAL;   /* the device wants other alignment */
-		if (k <= 0 || (k & (BLOCK - 1)) != 0)
+		if (k < 0)
+			return io_rc();
+		if (k == 0 || (k & (BLOCK - 1)) != 0)
 			return KI_EIO;
 		done += (size_t)k;
 	}
@@ -377,11 +408,12 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 	int rc;
 
 	if (!nosync && w->dfd[w->cur] >= 0) {
-		if ((rc = rec_fields(f, txnid, data, len)) != KI_OK)
+		if ((rc = rec_fields(f, txnid, w->next_no, data, len)) != KI_OK)
 			return rc;
 		rc = direct_write(w, f, data, len);
 		if (rc == KI_OK) {
 			direct_advance(w, REC_FIELDS + len);
+			w->next_no = no_after(w->next_no);
 			return KI_OK;
 		}
 		if (rc != KI_EINVAL) {
@@ -395,19 +427,22 @@ wal_append(wal *w, uint64_t txnid, const void *data, size_t len, int nosync)
 		 * through the page cache, after the bytes written so far. */
 		direct_off(w);
 	}
-	if ((rc = write_rec(w->fd[w->cur], w->off, txnid, data, len)) != KI_OK)
+	if ((rc = write_rec(w->fd[w->cur], w->off, txnid, w->next_no, data,
+	    len)) != KI_OK)
 		return rc;
 	if (!nosync && fdatasync(w->fd[w->cur]) != 0) {
 		/* Refused, so it must not be applied after a crash either:
 		 * clear its fields (best effort; the next append overwrites
 		 * it anyway). */
+		rc = io_rc();
 		memset(f, 0, sizeof(f));
 		(void)pwrite_all(w->fd[w->cur], f, sizeof(f), w->off);
 		(void)fdatasync(w->fd[w->cur]);
-		return KI_EIO;
+		return rc;
 	}
 	w->last = w->off;
 	w->off += REC_FIELDS + len;
+	w->next_no = no_after(w->next_no);
 	return KI_OK;
 }
 
@@ -429,6 +464,9 @@ wal_retract(wal *w, int nosync)
 		if ((rc = direct_write(w, NULL, NULL, REC_FIELDS)) != KI_OK) {
 			w->off = off;
 			memcpy(w->tail, keep, sizeof(w->tail));
+		} else {
+			w->next_no = w->next_no == 1 ? UINT32_MAX :
+			    w->next_no - 1;
 		}
 		return rc;
 	}
@@ -437,6 +475,7 @@ wal_retract(wal *w, int nosync)
 	    (!nosync && fdatasync(w->fd[w->cur]) != 0))
 		return KI_EIO;
 	w->off = w->last;
+	w->next_no = w->next_no == 1 ? UINT32_MAX : w->next_no - 1;
 	return KI_OK;
 }
 
@@ -451,6 +490,7 @@ wal_switch(wal *w)
 {
 	w->cur ^= 1;
 	w->off = w->last = WAL_DATA;
+	w->first_no[w->cur] = w->next_no;
 	return w->cur;
 }
 
@@ -463,9 +503,9 @@ wal_side_append(wal *w, uint64_t txnid, const void *data, size_t len)
 	if (fstat(w->side, &st) != 0)
 		return KI_EIO;
 	w->side_last = (uint64_t)st.st_size;
-	rc = write_rec(w->side, w->side_last, txnid, data, len);
+	rc = write_rec(w->side, w->side_last, txnid, 0, data, len);
 	if (rc == KI_OK && fdatasync(w->side) != 0)
-		rc = KI_EIO;
+		rc = io_rc();
 	if (rc != KI_OK) {
 		/* A torn or unsynced record would end the side log for the
 		 * records after it: cut it off. */
@@ -516,33 +556,126 @@ recs_free(recs *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Reads fd's run of valid records from off with txnids ascending above
- * *prev, into r; *prev gets the last one's. */
+/* Reads and checks the record at off: KI_OK with its fields in f and
+ * (when data is not NULL) its payload in *data (caller frees), or
+ * KI_ENOTFOUND when no whole valid record is there. */
 static int
-read_chain(int fd, uint64_t off, uint64_t *prev, recs *r)
+read_rec(int fd, uint64_t off, uint64_t size, uint8_t f[REC_FIELDS],
+	uint8_t **data)
+{
+	uint8_t *p;
+	uint32_t len;
+	int rc;
+
+	if (data != NULL)
+		*data = NULL;
+	if (off + REC_FIELDS > size)
+		return KI_ENOTFOUND;
+	if ((rc = pread_all(fd, f, REC_FIELDS, off)) != KI_OK)
+		return rc;
+	len = get32(f + 4);
+	if (get32(f) != REC_MAGIC || off + REC_FIELDS + len > size)
+		return KI_ENOTFOUND;
+	if ((p = malloc(len ? len : 1)) == NULL)
+		return KI_ENOMEM;
+	if ((rc = pread_all(fd, p, len, off + REC_FIELDS)) != KI_OK ||
+	    sum(f, REC_FIELDS, 16, p, len) != get32(f + 16)) {
+		free(p);
+		return rc == KI_OK ? KI_ENOTFOUND : rc;
+	}
+	if (data != NULL)
+		*data = p;
+	else
+		free(p);
+	return KI_OK;
+}
+
+/* Whether fd holds, anywhere after the offset from, a valid record with a
+ * txnid above prev: one that a damaged record cut off from the chain
+ * (KI_ECORRUPT, *at its offset), or none (KI_OK). A file holds records
+ * of its earlier cycles after its chain, but their txnids are lower. */
+static int
+scan_after(int fd, uint64_t from, uint64_t size, uint64_t prev, uint64_t *at)
+{
+	enum { CHUNK = 1 << 20 };
+	static const uint8_t magic[4] = { 0x4b, 0x49, 0x57, 0x52 };
+	uint8_t *buf = malloc(CHUNK + 3), f[REC_FIELDS];
+	uint64_t off = from;
+	int rc = KI_OK;
+
+	if (buf == NULL)
+		return KI_ENOMEM;
+	while (rc == KI_OK && off + REC_FIELDS <= size) {
+		size_t n = size - off < CHUNK + 3 ? (size_t)(size - off) :
+		    CHUNK + 3;
+		const uint8_t *p = buf, *end;
+
+		if ((rc = pread_all(fd, buf, n, off)) != KI_OK)
+			break;
+		end = buf + n;
+		while (rc == KI_OK && (p = memmem(p, (size_t)(end - p), magic,
+		    4)) != NULL) {
+			uint64_t cand = off + (uint64_t)(p - buf);
+
+			p++;
+			if (cand + REC_FIELDS > size)
+				break;
+			rc = read_rec(fd, cand, size, f, NULL);
+			if (rc == KI_ENOTFOUND) {
+				rc = KI_OK;
+			} else if (rc == KI_OK && get64(f + 8) > prev) {
+				*at = cand;
+				rc = KI_ECORRUPT;
+			}
+		}
+		/* The next chunk starts 3 bytes back: a magic across the edge
+		 * is found there. */
+		off += n > 3 ? n - 3 : n;
+		if (n < CHUNK + 3)
+			break;
+	}
+	free(buf);
+	return rc;
+}
+
+/* Reads fd's run of valid records from off with txnids ascending above
+ * *prev, into r; *prev gets the last one's. *no is the number the next
+ * record must carry (0: any), and gets the one after the last's. Then
+ * checks that no valid record with a higher txnid lies past the run's end:
+ * KI_ECORRUPT (with *bad_at) when one does. */
+static int
+read_chain(int fd, uint64_t off, uint64_t *prev, uint32_t *no, recs *r,
+	uint64_t *bad_at)
 {
 	struct stat st;
 	uint8_t f[REC_FIELDS];
+	uint64_t size;
+	int rc;
 
 	if (fstat(fd, &st) != 0)
 		return KI_EIO;
+	size = (uint64_t)st.st_size;
 	for (;;) {
 		rec x;
+		uint32_t xno;
 
-		if (pread_all(fd, f, sizeof(f), off) != KI_OK ||
-		    get32(f) != REC_MAGIC)
-			return KI_OK;
+		rc = read_rec(fd, off, size, f, &x.data);
+		if (rc == KI_ENOTFOUND)
+			break;
+		if (rc != KI_OK)
+			return rc;
 		x.len = get32(f + 4);
 		x.txnid = get64(f + 8);
-		if (x.txnid <= *prev ||
-		    off + sizeof(f) + x.len > (uint64_t)st.st_size)
-			return KI_OK;
-		if ((x.data = malloc(x.len ? x.len : 1)) == NULL)
-			return KI_ENOMEM;
-		if (pread_all(fd, x.data, x.len, off + sizeof(f)) != KI_OK ||
-		    sum(f, sizeof(f), 16, x.data, x.len) != get32(f + 16)) {
+		xno = get32(f + 20);
+		if (x.txnid <= *prev) {
 			free(x.data);
-			return KI_OK;
+			break;
+		}
+		if (xno != 0 && *no != 0 && xno != *no) {
+			/* A record is missing before this one. */
+			free(x.data);
+			*bad_at = off;
+			return KI_ECORRUPT;
 		}
 		if (r->n == r->cap) {
 			size_t cap = r->cap ? r->cap * 2 : 64;
@@ -557,24 +690,42 @@ read_chain(int fd, uint64_t off, uint64_t *prev, recs *r)
 		}
 		r->v[r->n++] = x;
 		*prev = x.txnid;
+		*no = xno != 0 ? no_after(xno) : 0;
 		off += sizeof(f) + x.len;
 	}
+	if ((rc = scan_after(fd, off + 1, size, *prev, bad_at)) ==
+	    KI_ECORRUPT && *bad_at > off)
+		*bad_at = off;   /* the record that breaks the chain */
+	return rc;
 }
 
 int
-wal_each(wal *w, int file, uint64_t base,
+wal_each(wal *w, int file, uint64_t base, uint32_t first,
 	int (*fn)(void *arg, uint64_t txnid, const uint8_t *data, size_t len),
-	void *arg)
+	void *arg, wal_damage *bad)
 {
 	recs m = { 0 }, s = { 0 };
-	uint64_t prev = base, sprev = 0;
+	uint64_t prev = base, sprev = 0, at = 0;
+	uint32_t no = first, sno = 0;
 	size_t i = 0, j = 0;
 	int rc;
 
-	if ((rc = read_chain(w->fd[file], WAL_DATA, &prev, &m)) != KI_OK ||
-	    (rc = read_chain(w->fd[file ^ 1], WAL_DATA, &prev, &m)) != KI_OK ||
-	    (rc = read_chain(w->side, 0, &sprev, &s)) != KI_OK)
+	bad->file = -1;
+	bad->off = 0;
+	if ((rc = read_chain(w->fd[file], WAL_DATA, &prev, &no, &m, &at)) !=
+	    KI_OK) {
+		bad->file = file;
 		goto out;
+	}
+	if ((rc = read_chain(w->fd[file ^ 1], WAL_DATA, &prev, &no, &m, &at)) !=
+	    KI_OK) {
+		bad->file = file ^ 1;
+		goto out;
+	}
+	if ((rc = read_chain(w->side, 0, &sprev, &sno, &s, &at)) != KI_OK) {
+		bad->file = 2;
+		goto out;
+	}
 	while (j < s.n && s.v[j].txnid <= base)
 		j++;
 	while (rc == KI_OK && (i < m.n || j < s.n)) {
@@ -584,6 +735,10 @@ wal_each(wal *w, int file, uint64_t base,
 		rc = fn(arg, x->txnid, x->data, x->len);
 	}
 out:
+	if (rc == KI_OK || bad->file < 0)
+		bad->file = -1;
+	else
+		bad->off = at;
 	recs_free(&m);
 	recs_free(&s);
 	return rc;

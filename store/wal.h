@@ -18,7 +18,9 @@
  *   redo.side       records of other processes (admin commands run while a
  *                   daemon owns the store), appended at its end.
  * A record is u32 magic | u32 payload length | u64 LMDB txnid | u32 crc32 |
- * u32 0 | payload. */
+ * u32 number (see struct wal; 0 in redo.side and from older versions) |
+ * payload. A header's u32 at byte 36 is the number of its file's first
+ * record. */
 #ifndef KI_STORE_WAL_H
 #define KI_STORE_WAL_H
 
@@ -34,6 +36,9 @@ typedef struct wal_head {
 	uint64_t txnid;          /* LMDB transaction of the checkpoint */
 	uint32_t clean;          /* written by a clean close */
 	uint32_t meta_len;       /* bytes of metas: LMDB's pages 0 and 1 */
+	uint32_t first;          /* read: the number of the first record
+	                          * after it (0: unknown); written: the
+	                          * log's own */
 	uint8_t metas[WAL_META_MAX];
 } wal_head;
 
@@ -69,11 +74,23 @@ int wal_trim(wal *w);
 int wal_side_append(wal *w, uint64_t txnid, const void *data, size_t len);
 int wal_side_retract(wal *w);
 
+/* Where wal_each found the log damaged: file 0 or 1 (redo.0, redo.1), 2
+ * (redo.side) or -1 (nowhere), and the byte offset of the first record
+ * that is missing or fails its checksum. */
+typedef struct wal_damage {
+	int file;
+	uint64_t off;
+} wal_damage;
+
 /* Calls fn for each logged transaction above base in txnid order: the
  * records of file (the newest header's), then of the other file, merged
- * with redo.side's. fn returning nonzero stops with that value. */
-int wal_each(wal *w, int file, uint64_t base,
+ * with redo.side's; first is the header's number of the record after base
+ * (0: unknown). fn returning nonzero stops with that value. A damaged
+ * record that valid later records follow, or a record missing between
+ * two, is KI_ECORRUPT with *bad set, before fn is called at all; a
+ * damaged last record (a write a crash cut short) ends the log. */
+int wal_each(wal *w, int file, uint64_t base, uint32_t first,
 	int (*fn)(void *arg, uint64_t txnid, const uint8_t *data, size_t len),
-	void *arg);
+	void *arg, wal_damage *bad);
 
 #endif

@@ -77,12 +77,15 @@ tests_read_shared(const char *rel, size_t *len)
 	return buf;
 }
 
+/* unit_tests [SUITE...]: every suite, or only those named. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	int (*suites[])(void) = {
 		test_jcs_register,
 		test_store_register,
+		test_store_model_register,
+		test_store_integrity_register,
 		test_api_register,
 		test_labels_register,
 #ifdef KI_HAVE_LIGER
@@ -106,7 +109,18 @@ main(void)
 		}
 	}
 	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
+	if (argc < 2)
+		CU_basic_run_tests();
+	for (int i = 1; i < argc; i++) {
+		CU_pSuite s = CU_get_suite(argv[i]);
+
+		if (s == NULL) {
+			fprintf(stderr, "no suite %s\n", argv[i]);
+			CU_cleanup_registry();
+			return 2;
+		}
+		CU_basic_run_suite(s);
+	}
 	failures = CU_get_number_of_failures() +
 	    CU_get_number_of_suites_failed();
 	CU_cleanup_registry();

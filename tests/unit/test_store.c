@@ -1936,6 +1936,7 @@ test_redo_log_files(void)
 		char *dir = tests_tmpdir();
 		wl_rec want[32];
 		wl_seen seen;
+		wal_damage bad;
 		uint8_t *buf = malloc(70000);
 		size_t nw = 0;
 		uint64_t txnid = 1;
@@ -1984,7 +1985,8 @@ test_redo_log_files(void)
 		wal_close(w);
 		CU_ASSERT_EQUAL_FATAL(wal_open(&w, dir, &owner), KI_OK);
 		memset(&seen, 0, sizeof(seen));
-		CU_ASSERT_EQUAL(wal_each(w, 0, 0, wl_collect, &seen), KI_OK);
+		CU_ASSERT_EQUAL(wal_each(w, 0, 0, 0, wl_collect, &seen, &bad),
+		    KI_OK);
 		CU_ASSERT_EQUAL(seen.bad, 0);
 		CU_ASSERT_EQUAL(seen.n, nw);
 		for (size_t i = 0; i < nw && i < seen.n; i++) {

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""test_restart — what the daemon answers survives a clean restart.
+
+python3 tests/e2e/test_restart.py [TEST_NAME...]
+
+changed_objects_keep_their_digest_across_a_restart: objects changed after
+their creation (a label merge patch, an empty merge patch, a PUT) and one
+created after a dryRun=All of the same content; the daemon is stopped with
+SIGTERM and started again: each is served by its digest (bytes whose
+SHA-256 is the digest), the same content under another name is the same
+object, and a run naming the protocol's digest resolves it, whether the
+protocol travels in the same bundle or not.
+
+full_disk_is_507_and_logged: a daemon whose data directory is a small tmpfs
+(mounted by the test as root; skipped with the reason otherwise) is written
+until a write fails: the failure is a 507 InsufficientStorage Status, the
+log says why, and reads go on.
+"""
+import copy
+import hashlib
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kitest  # noqa: E402
+from kitest import G, Daemon, check, eq, test  # noqa: E402
+
+MERGE = 'application/merge-patch+json'
+
+
+def proto(name, reps):
+    return {'apiVersion': 'kernelindex.dev/v1alpha1',
+            'kind': 'BenchmarkProtocol', 'metadata': {'name': name},
+            'spec': {'measurement': {'timer': 'cuda_events',
+                                     'primaryStatistic': 'median',
+                                     'repetitions': reps}}}
+
+
+def by_digest(d, dg, what):
+    r = d.get('%s/objects/%s' % (G, dg))
+    eq(r.status, 200, '%s by digest %s (%r)' % (what, dg, r.body[:200]))
+    eq('sha256:' + hashlib.sha256(r.body).hexdigest(), dg,
+       'SHA-256 of what is served for ' + what)
+
+
+def names(d):
+    return sorted(i['metadata']['name'] for i in
+                  d.get(G + '/benchmarkprotocols').json()['items'])
+
+
+def check_all(d, objs):
+    before = names(d)
+    for name, (obj, dg) in objs.items():
+        by_digest(d, dg, name)
+        alias = copy.deepcopy(obj)
+        alias['metadata'] = {'name': name + '-alias'}
+        r = d.post(G + '/benchmarkprotocols', alias)
+        eq(r.status, 200, 'the content of %s under another name (%r)' %
+           (name, r.body[:300]))
+        eq(r.json()['metadata']['name'], name,
+           'the answer names the existing object')
+    eq(names(d), before, 'no second object for the same content')
+
+
+@test
+def changed_objects_keep_their_digest_across_a_restart():
+    d = Daemon().start()
+    s = kitest.seed()
+    p = s['protocol']
+    objs = {}
+    r = d.post(G + '/benchmarkprotocols', p)
+    eq(r.status, 201, 'POST the seed protocol (%r)' % r.body[:300])
+    pname = p['metadata']['name']
+    objs[pname] = (p, r.json()['status']['digest'])
+    eq(objs[pname][1], s['run']['spec']['protocolDigest'],
+       'the run names the protocol by its digest')
+    for patch in ({'metadata': {'labels': {'team': 'kernels'}}},
+                  {'metadata': {}}):
+        r = d.request('PATCH', '%s/benchmarkprotocols/%s' % (G, pname),
+                      patch, content_type=MERGE)
+        eq(r.status, 200, 'merge patch %r (%r)' % (patch, r.body[:300]))
+    q = proto('put-protocol', 7)
+    r = d.post(G + '/benchmarkprotocols', q)
+    eq(r.status, 201, 'POST put-protocol')
+    objs['put-protocol'] = (q, r.json()['status']['digest'])
+    cur = d.get(G + '/benchmarkprotocols/put-protocol').json()
+    cur['metadata'].setdefault('labels', {})['kept'] = 'yes'
+    r = d.request('PUT', G + '/benchmarkprotocols/put-protocol', cur)
+    eq(r.status, 200, 'PUT put-protocol (%r)' % r.body[:300])
+    w = proto('dry-protocol', 9)
+    r = d.post(G + '/benchmarkprotocols?dryRun=All', w)
+    eq(r.status, 201, 'dry run (%r)' % r.body[:300])
+    r = d.post(G + '/benchmarkprotocols', w)
+    eq(r.status, 201, 'POST after the dry run (%r)' % r.body[:300])
+    objs['dry-protocol'] = (w, r.json()['status']['digest'])
+    check_all(d, objs)
+    eq(d.stop(), 0, 'a clean stop')
+    d.start()
+    check_all(d, objs)
+    # A bundle naming the protocol's digest: with the protocol in it, and
+    # without.
+    r = d.post(G + '/benchmarkruns', s)
+    eq(r.status, 201, 'the seed bundle (%r)' % r.body[:300])
+    lone = copy.deepcopy(s)
+    del lone['protocol']
+    lone['run']['metadata']['name'] += '-lone'
+    lone['run']['spec']['sourceNative']['externalId'] += '/lone'
+    r = d.post(G + '/benchmarkruns', lone)
+    eq(r.status, 201, 'a bundle without the protocol (%r)' % r.body[:300])
+    eq(d.stop(), 0, 'a clean stop')
+    d.start()
+    check_all(d, objs)
+    for run in (s['run'], lone['run']):
+        got = d.get('%s/benchmarkruns/%s' % (G, run['metadata']['name']))
+        eq(got.status, 200, 'GET ' + run['metadata']['name'])
+        refs = got.json()['status']['references']
+        eq(refs['protocol']['resolved'], True,
+           'the protocol resolved for ' + run['metadata']['name'])
+    check(d.sanitizer_report() is None, 'no sanitizer report')
+    d.stop()
+
+
+@test
+def full_disk_is_507_and_logged():
+    mnt = kitest.tempdir('kitest-tmpfs-')
+    p = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=4m', 'tmpfs',
+                        mnt], capture_output=True, text=True)
+    if p.returncode != 0:
+        print('  skipped: cannot mount a tmpfs here (%s)' %
+              (p.stderr.strip() or 'not root'))
+        return
+    try:
+        d = Daemon(data_dir=os.path.join(mnt, 'data'),
+                   args=['--map-size', '64M']).start()
+        last = None
+        for i in range(20000):
+            last = d.post(G + '/benchmarkprotocols',
+                          proto('fill-%d' % i, i + 1))
+            if last.status != 201:
+                break
+        check(last is not None and last.status != 201,
+              'the disk never filled')
+        kitest.status_of(last, 507, 'InsufficientStorage')
+        check(i > 5, 'writes went in before the disk filled (%d)' % i)
+        eq(d.get(G + '/benchmarkprotocols/fill-0').status, 200,
+           'reads go on')
+        log = d.stderr()
+        check('no space left on the device' in log,
+              'the log says the disk is full:\n' + d.tail())
+        d.stop()
+    finally:
+        subprocess.run(['umount', mnt])
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())
