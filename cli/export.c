@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/liger.h"
+#include "harness/liger.h"
 #include "cli/cli.h"
 
 static const char *

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/liger.h"
+#include "harness/liger.h"
 #include "cli/cli.h"
 
 /* The deepest folder push descends into. */

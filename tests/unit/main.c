@@ -90,6 +90,7 @@ main(int argc, char **argv)
 		test_labels_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
+		test_liger_variants_register,
 #endif
 #ifdef KI_HAVE_COSTMODEL
 		test_gpu_register,
