@@ -166,15 +166,18 @@ build_mode_protocol(const row *r, enum proto_kind kind)
 {
 	const char *mode = r->col[LIGER_COL_KERNEL_OPERATION_MODE];
 	struct json_object *obj = NULL;
-	ki_buf name, title, notes;
+	ki_buf raw, name, title, notes;
 	proto_info pi;
 
+	ki_buf_init(&raw);
 	ki_buf_init(&name);
 	ki_buf_init(&title);
 	ki_buf_init(&notes);
-	ki_buf_puts(&name, kind == PROTO_MEMORY ?
-	    "liger-bench-max-memory-mode-" : "liger-bench-do-bench-mode-");
-	lg_name_append(&name, *mode != '\0' ? mode : "empty");
+	ki_buf_printf(&raw, "%s%s", kind == PROTO_MEMORY ?
+	    "liger-bench-max-memory-mode-" : "liger-bench-do-bench-mode-",
+	    mode);
+	if (raw.oom || lg_name_unique(&name, raw.data, LIGER_NAME_MAX) != KI_OK)
+		goto out;
 	ki_buf_printf(&title, "Liger %sharness · mode %.100s",
 	    kind == PROTO_MEMORY ? "peak-memory " : "benchmark ", mode);
 	ki_buf_printf(&notes, "%s in the operation mode Liger's harness calls "
@@ -185,8 +188,7 @@ build_mode_protocol(const row *r, enum proto_kind kind)
 	    "0.5/0.2/0.8 of 10 repetitions) measured" : "Timed via "
 	    "triton.testing.do_bench with quantiles 0.5/0.2/0.8", mode,
 	    " The upstream CSV records no CUDA, driver, or torch version.");
-	if (lg_name_fit(&name, LIGER_NAME_MAX) != KI_OK || title.oom ||
-	    notes.oom)
+	if (title.oom || notes.oom)
 		goto out;
 	pi.kind = kind == PROTO_MEMORY ? PROTO_MEMORY : PROTO_SPEED;
 	pi.pass = mode;
@@ -195,6 +197,7 @@ build_mode_protocol(const row *r, enum proto_kind kind)
 	pi.notes = notes.data;
 	obj = build_protocol(&pi);
 out:
+	ki_buf_free(&raw);
 	ki_buf_free(&name);
 	ki_buf_free(&title);
 	ki_buf_free(&notes);
@@ -275,12 +278,12 @@ build_workload(const row *r)
 		ki_buf clean;
 
 		ki_buf_init(&clean);
-		lg_name_append(&clean, name.data);
+		rc = lg_name_unique(&clean, name.data, LIGER_NAME_MAX);
 		ki_buf_free(&name);
 		name = clean;
+		if (rc != KI_OK)
+			goto out;
 	}
-	if (lg_name_fit(&name, LIGER_NAME_MAX) != KI_OK)
-		goto out;
 	ki_buf_printf(&title, "%s · %s · %s", kernel_title(r), r->pass,
 	    r->slug.data);
 	if (title.oom)
@@ -333,8 +336,7 @@ build_implementation(const row *r)
 		ki_buf_printf(&raw, "-%s", ver);
 	if (raw.oom)
 		goto out;
-	lg_name_append(&name, raw.data);
-	if (lg_name_fit(&name, LIGER_NAME_MAX) != KI_OK)
+	if (lg_name_unique(&name, raw.data, LIGER_NAME_MAX) != KI_OK)
 		goto out;
 	if (versioned)
 		ki_buf_printf(&title, "%s %s · torch", prov, ver);

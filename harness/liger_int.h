@@ -117,6 +117,12 @@ int lg_name_hash_suffix(ki_buf *b, const char *s, size_t n);
  * max - 9 and given the hash suffix of its whole form. */
 int lg_name_fit(ki_buf *b, size_t max);
 
+/* Appends raw as a name fragment of at most max bytes that no other raw
+ * text gives: raw itself when it is already one, else its
+ * lg_name_append() form cut to max - 9 and "-" + 8 hex digits of
+ * SHA-256(raw). Returns 0 or KI_ENOMEM. */
+int lg_name_unique(ki_buf *b, const char *raw, size_t max);
+
 /* Appends s as an externalId segment: '%', '/' and control characters
  * written as %XX, so that a segment never holds '/'. */
 int lg_seg_escape(ki_buf *b, const char *s);

@@ -354,10 +354,9 @@ row_gpu(row *r)
 		vendor = "intel";
 	}
 	off[0] = 0;
-	lg_name_append(&r->gpu_text, *g != '\0' ? g : "unknown-gpu");
-	lg_name_fit(&r->gpu_text, LG_GPU_SLUG_MAX);
-	if (r->gpu_text.len == 0)
-		ki_buf_puts(&r->gpu_text, "unknown-gpu");
+	if (lg_name_unique(&r->gpu_text, *g != '\0' ? g : "unknown-gpu",
+	    LG_GPU_SLUG_MAX) != KI_OK)
+		return KI_ENOMEM;
 	ki_buf_putc(&r->gpu_text, '\0');
 	off[1] = r->gpu_text.len;
 	/* The schema's product: at most 128 characters, not empty. */

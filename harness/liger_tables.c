@@ -489,6 +489,24 @@ lg_name_fit(ki_buf *b, size_t max)
 	return rc;
 }
 
+int
+lg_name_unique(ki_buf *b, const char *raw, size_t max)
+{
+	size_t start = b->len;
+
+	lg_name_append(b, raw);
+	if (b->oom)
+		return KI_ENOMEM;
+	if (b->len - start <= max && strcmp(b->data + start, raw) == 0)
+		return KI_OK;
+	b->len = start + (b->len - start > max - 9 ? max - 9 : b->len - start);
+	b->data[b->len] = '\0';
+	while (b->len > start && (b->data[b->len - 1] == '-' ||
+	    b->data[b->len - 1] == '.'))
+		b->data[--b->len] = '\0';
+	return lg_name_hash_suffix(b, raw, strlen(raw));
+}
+
 /* A label value in Kubernetes syntax: at most 63 of [A-Za-z0-9._-],
  * beginning and ending with a letter or digit (or empty). */
 int

@@ -292,7 +292,7 @@ test_what_is_kept(void)
 
 	/* A GPU outside the table: the environment says what the name says,
 	 * and the run names what was not known. */
-	b = find_eid(&o, "rms_norm/full/liger/nvidia-l40s/"
+	b = find_eid(&o, "rms_norm/full/liger/nvidia-l40s-948f6189/"
 	    "eps1e-06-hidden1024-rows2048-bf16/2024-09-04-16-04-45");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	want = json_tokener_parse("{\"vendor\":\"nvidia\","
@@ -301,7 +301,7 @@ test_what_is_kept(void)
 	    "hardware"), want));
 	json_object_put(want);
 	CU_ASSERT_STRING_EQUAL(at_str(b, "environment", "metadata", "name"),
-	    "liger-bench-nvidia-l40s");
+	    "liger-bench-nvidia-l40s-948f6189");
 	CU_ASSERT_STRING_EQUAL(at_str(at(b, "run", "metadata", "annotations"),
 	    LIGER_ANN_UNKNOWN, NULL, NULL), "GPU 'NVIDIA L40S'");
 
