@@ -253,27 +253,27 @@ is_result(struct json_object *o)
 	    strcmp(cli_str_member(run, "kind"), "BenchmarkRun") == 0;
 }
 
-/* One line of the command's standard output: passed on to ours, and
- * collected when it is a result. */
+/* One line of the command's standard output: collected when it is a
+ * result, passed on to ours otherwise. */
 static void
 output_line(run_state *s, const char *line, size_t len, size_t lineno)
 {
-	struct json_object *o;
+	struct json_object *o = NULL;
 	size_t i = 0;
 
-	fwrite(line, 1, len, stdout);
-	fputc('\n', stdout);
-	fflush(stdout);
 	while (i < len && (line[i] == ' ' || line[i] == '\t'))
 		i++;
-	if (i == len || line[i] != '{' || len > RUN_LINE_MAX)
-		return;
-	o = json_tokener_parse(line + i);
+	if (i < len && line[i] == '{' && len <= RUN_LINE_MAX)
+		o = json_tokener_parse(line + i);
 	if (o != NULL && is_result(o)) {
 		char origin[64];
 
 		snprintf(origin, sizeof(origin), "output: line %zu", lineno);
 		collect(s, o, origin);
+	} else {
+		fwrite(line, 1, len, stdout);
+		fputc('\n', stdout);
+		fflush(stdout);
 	}
 	json_object_put(o);
 }
