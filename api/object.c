@@ -834,6 +834,11 @@ api_json_parse(const char *text, size_t len, int max_depth,
 			api_status_from_rc(st, rc, "parsing the body");
 		goto fail;
 	}
+	rc = api_json_mend_astral(text, len, max_depth, &obj);
+	if (rc != KI_OK) {
+		api_status_from_rc(st, rc, "parsing the body");
+		goto fail;
+	}
 	*out = obj;
 	return KI_OK;
 fail:

@@ -1136,6 +1136,57 @@ test_parse_tree_seed(void)
 	free(text);
 }
 
+/* Characters above U+FFFF written as surrogate-pair escapes, in a value
+ * and in a key, on the one-pass path and on json-c's (which a 19-digit
+ * integer forces): each must read as the character, as its UTF-8 bytes
+ * do. json-c 0.16 alone reads those whose low 16 bits are 0xD800..0xDFFF
+ * (U+1D800, U+10DC00) as U+FFFD. */
+static void
+test_parse_astral_escapes(void)
+{
+	static const uint32_t cps[] = { 0x10000, 0x1D800, 0x1DBFF, 0x1DC00,
+	    0x1DFFF, 0x2D800, 0x1F600, 0x10D800, 0x10DFFF, 0x10FFFF };
+	static const char *const tails[] = { "", ",\"z\":1234567890123456789" };
+
+	for (size_t i = 0; i < sizeof(cps) / sizeof(cps[0]); i++) {
+		for (size_t j = 0; j < 2; j++) {
+			uint32_t c = cps[i] - 0x10000;
+			unsigned hi = 0xD800 + (c >> 10), lo = 0xDC00 + (c & 0x3FF);
+			char esc[160];
+			ki_buf raw, want;
+			struct json_object *got = NULL, *v = NULL;
+			api_status st;
+			int rc;
+
+			ki_buf_init(&raw);
+			ki_buf_init(&want);
+			ki_buf_put_utf8(&raw, cps[i]);
+			snprintf(esc, sizeof(esc), "{\"k\\u%04x\\u%04x\":"
+			    "\"a\\u%04X\\u%04Xb\"%s}", hi, lo, hi, lo, tails[j]);
+			ki_buf_append(&want, "k", 1);
+			ki_buf_append(&want, raw.data, raw.len);
+			api_status_init(&st);
+			rc = api_json_parse(esc, strlen(esc), 32, &got, &st);
+			CU_ASSERT_EQUAL_FATAL(rc, KI_OK);
+			CU_ASSERT_FATAL(json_object_object_get_ex(got,
+			    want.data, &v));
+			ki_buf_reset(&want);
+			ki_buf_append(&want, "a", 1);
+			ki_buf_append(&want, raw.data, raw.len);
+			ki_buf_append(&want, "b", 1);
+			if (strcmp(json_object_get_string(v), want.data) != 0)
+				fprintf(stderr, "test_parse_astral_escapes: "
+				    "U+%X path %zu read wrong\n", cps[i], j);
+			CU_ASSERT_STRING_EQUAL(json_object_get_string(v),
+			    want.data);
+			json_object_put(got);
+			api_status_free(&st);
+			ki_buf_free(&raw);
+			ki_buf_free(&want);
+		}
+	}
+}
+
 int
 test_jcs_register(void)
 {
@@ -1165,6 +1216,8 @@ test_jcs_register(void)
 		{ "parsed tree of the seed", test_parse_tree_seed },
 		{ "parsed strings, a special byte at every offset",
 		  test_parse_string_offsets },
+		{ "characters above U+FFFF as escapes, on both paths",
+		  test_parse_astral_escapes },
 	};
 	CU_pSuite s;
 	size_t i;
