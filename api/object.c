@@ -38,6 +38,7 @@ api_doc_free(api_doc *d)
 	ki_buf_free(&d->raw);
 	free(d->own_name);
 	free(d->stored_name);
+	free(d->scope_source);
 	memset(d, 0, sizeof(*d));
 }
 

@@ -231,6 +231,21 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 			}
 			lo.limit = v;
 		}
+		{
+			/* A list is served at the newest version, which satisfies
+			 * any version a client names; one that is no version is a
+			 * mistake to report, not to pass over. */
+			const char *rv = req->arg(req->cls, "resourceVersion");
+
+			if (rv != NULL && *rv != '\0' &&
+			    (strspn(rv, "0123456789") != strlen(rv) ||
+			    strlen(rv) > 20)) {
+				api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+				    "invalid resourceVersion \"%.32s\": a decimal "
+				    "number is expected", rv);
+				return;
+			}
+		}
 		lo.continue_token = req->arg(req->cls, "continue");
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");

@@ -199,5 +199,276 @@ def apply_is_bound_to_the_name_in_the_url():
     eq(r.json()['metadata']['labels'], {'x': 'y'}, 'labels applied')
 
 
+
+# ---- create races ----------------------------------------------------------
+
+@test
+def same_name_and_same_natural_key_create_races_have_one_winner():
+    d = kitest.Daemon(sync=True, args=['--threads', '8']).start()
+    # Same name, different content: one 201, the others 409.
+    res = parallel([(lambda i=i: d.post(G + '/benchmarkprotocols',
+                                         proto('race', 100 + i)))
+                    for i in range(8)])
+    codes = sorted(r.status for r in res)
+    eq(codes.count(201), 1, 'one creation (%r)' % codes)
+    eq(codes.count(409), 7, 'the others conflict (%r)' % codes)
+    # Same name, same content: one 201, the others 200 unchanged.
+    res = parallel([(lambda: d.post(G + '/benchmarkprotocols',
+                                    proto('same', 7))) for i in range(8)])
+    codes = sorted(r.status for r in res)
+    eq(codes, [200] * 7 + [201], 'one creation, the rest unchanged')
+    # Same natural key (source, externalId) under eight names: one run.
+    def run_named(i):
+        b = kitest.deepcopy(SEED)
+        b['run']['metadata']['name'] = 'nk-%d' % i
+        # Other content (the time it was observed), the same source row.
+        b['run']['spec']['observedAt'] = '2024-09-03T15:33:%02d.000Z' % i
+        return b
+    res = parallel([(lambda i=i: d.post(G + '/benchmarkruns', run_named(i)))
+                    for i in range(8)])
+    codes = sorted(r.status for r in res)
+    eq(codes.count(201), 1, 'one run created (%r)' % [
+        (r.status, r.body[:200]) for r in res])
+    eq(codes.count(409), 7, 'the others conflict (%r)' % codes)
+    items = d.get(G + '/benchmarkruns').json()['items']
+    eq(len(items), 1, 'one run stored')
+
+
+@test
+def delete_racing_a_bundle_that_references_the_deleted_object():
+    """A bundle carrying its protocol races a delete of that protocol. The
+    resourceVersions order them: a delete after the bundle leaves the run
+    with its protocol unresolved; a bundle after the delete stores the
+    protocol again and its run resolves it. Anything else has lost an
+    acknowledged write."""
+    d = kitest.Daemon(sync=True, args=['--threads', '8']).start()
+    pname = SEED['protocol']['metadata']['name']
+    orders = set()
+    for i in range(16):
+        b = kitest.deepcopy(SEED)
+        b['run']['metadata']['name'] = 'dr-%d' % i
+        b['run']['spec']['sourceNative']['externalId'] = 'dr-%d' % i
+        if i == 0:
+            eq(d.post(G + '/benchmarkruns', b).status, 201, 'first')
+            continue
+        post, dele = parallel([
+            lambda b=b: d.post(G + '/benchmarkruns', b),
+            lambda: d.delete(G + '/benchmarkprotocols/' + pname)])
+        eq(post.status, 201, 'bundle (%r)' % post)
+        check(dele.status in (200, 404), 'delete: %r' % dele)
+        run = d.get(G + '/benchmarkruns/dr-%d' % i)
+        eq(run.status, 200, 'the acknowledged run is stored')
+        have = d.get(G + '/benchmarkprotocols/' + pname)
+        unresolved = ' '.join(c.get('message', '') for c in run.json()[
+            'status'].get('conditions', []) if c.get('type') ==
+            'DigestsVerified' and c.get('status') == 'False')
+        if dele.status == 404:
+            orders.add('none')
+            eq(have.status, 200, 'nothing deleted: protocol stored')
+            continue
+        brv = int(post.json()['metadata']['resourceVersion'])
+        drv = int(dele.json()['metadata']['resourceVersion'])
+        if drv > brv:
+            orders.add('delete last')
+            eq(have.status, 404, 'deleted after the bundle: gone')
+            check('protocol' in unresolved, 'the run says its protocol is '
+                  'unresolved: %r' % run.json()['status'])
+        else:
+            orders.add('bundle last')
+            eq(have.status, 200, 'the bundle after the delete stored it '
+               '(rv %d, delete %d)' % (brv, drv))
+            check('protocol' not in unresolved, 'the run resolves its '
+                  'protocol: %r' % unresolved)
+    check(len(orders) >= 1, 'some order seen: %r' % orders)
+
+
+# ---- refusals: what would be lost -----------------------------------------
+
+@test
+def bundle_without_a_run_is_refused():
+    d = daemon()
+    r = d.post(G + '/benchmarkruns', {'protocol': SEED['protocol']})
+    st = kitest.status_of(r, 422, 'Invalid')
+    check('run' in kitest.cause_fields(st), 'cause names run: %r' % st)
+    eq(d.get(G + '/benchmarkprotocols').json()['items'], [],
+       'nothing stored')
+    # The same inside a List: that item fails.
+    lst = {'apiVersion': 'v1', 'kind': 'List',
+           'items': [{'environment': SEED['environment']}]}
+    r = d.post(G + '/benchmarkruns', lst)
+    check(r.status in (200, 207, 422), 'List answer %r' % r)
+    eq(d.get(G + '/executionenvironments').json()['items'], [],
+       'nothing stored from the List')
+
+
+@test
+def run_with_a_native_latency_but_no_timing_is_refused():
+    d = daemon()
+    b = kitest.deepcopy(SEED)
+    del b['run']['spec']['timing']
+    r = d.post(G + '/benchmarkruns', b)
+    st = kitest.status_of(r, 422, 'Invalid')
+    check('run.spec.sourceNative.metrics.ms_50' in kitest.cause_fields(st),
+          'cause names ms_50: %r' % st)
+    eq(d.get(G + '/benchmarkruns').json()['items'], [], 'nothing stored')
+    eq(d.post(G + '/benchmarkruns', SEED).status, 201, 'the seed as it is')
+
+
+@test
+def list_resource_version_must_be_a_number():
+    d = daemon()
+    for plural in ('benchmarkruns', 'benchmarkprotocols'):
+        r = d.get(G + '/%s?resourceVersion=abc' % plural)
+        st = kitest.status_of(r, 400, 'BadRequest')
+        check('resourceVersion' in json.dumps(st), st)
+        eq(d.get(G + '/%s?resourceVersion=0' % plural).status, 200, 'rv 0')
+
+
+# ---- a token limited to one source ----------------------------------------
+
+def token(data_dir, *args):
+    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
+                       + list(args), capture_output=True, text=True,
+                       timeout=60)
+    eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
+    return p.stdout.strip()
+
+
+def bearer(t):
+    return {'Authorization': 'Bearer ' + t}
+
+
+def scoped():
+    """A daemon holding the seed (a liger-kernel-bench run) and another
+    source's run sharing its protocol and environment: (daemon, writer
+    headers, source-token headers)."""
+    data = kitest.tempdir('kitest-scope-')
+    writer = token(data, 'create', '--role', 'writer')
+    src = SEED['run']['spec']['sourceNative']['source']
+    liger = token(data, 'create', '--role', 'writer', '--source', src)
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    W, L = bearer(writer), bearer(liger)
+    eq(d.post(G + '/benchmarkruns', SEED, headers=W).status, 201, 'seed')
+    other = kitest.deepcopy(SEED)
+    other['run']['metadata']['name'] = 'other-run'
+    other['run']['spec']['sourceNative']['source'] = 'someone-else'
+    eq(d.post(G + '/benchmarkruns', other, headers=W).status, 201, 'other')
+    return d, W, L
+
+
+def forbidden(r):
+    kitest.status_of(r, 403, 'Forbidden')
+
+
+def other_run():
+    o = kitest.deepcopy(SEED)
+    o['run']['metadata']['name'] = 'other-run'
+    o['run']['spec']['sourceNative']['source'] = 'someone-else'
+    return o
+
+
+@test
+def a_source_token_may_create_but_not_change_shared_objects():
+    d, W, L = scoped()
+    for plural, obj in (('benchmarkprotocols', SEED['protocol']),
+                        ('executionenvironments', SEED['environment'])):
+        path = G + '/%s/%s' % (plural, obj['metadata']['name'])
+        before = d.get(path).json()
+        forbidden(d.delete(path, headers=L))
+        forbidden(d.request('PATCH', path, body=json.dumps(
+            {'metadata': {'labels': {'x': 'y'}}}), content_type=MERGE,
+            headers=L))
+        ap = kitest.deepcopy(obj)
+        ap['metadata']['labels'] = {'x': 'y'}
+        forbidden(d.request('PATCH', path, body=json.dumps(ap),
+                            content_type=APPLY, headers=L))
+        forbidden(d.request('PUT', path, body=json.dumps(ap),
+                            content_type='application/json', headers=L))
+        eq(d.get(path).json(), before, plural + ' unchanged')
+        # Creating the same content again is no change: 200.
+        eq(d.post(G + '/' + plural, obj, headers=L).status, 200,
+           'unchanged create of ' + plural)
+    eq(d.post(G + '/benchmarkprotocols', proto('liger-new', 9),
+              headers=L).status, 201, 'it may create a new protocol')
+    # The writer token is not limited: it may.
+    eq(d.request('PATCH', G + '/benchmarkprotocols/liger-new',
+                 body=json.dumps({'metadata': {'labels': {'x': 'y'}}}),
+                 content_type=MERGE, headers=W).status, 200, 'writer patch')
+
+
+@test
+def a_source_token_changes_only_its_own_runs_on_every_write_path():
+    d, W, L = scoped()
+    other = other_run()
+    opath = G + '/benchmarkruns/other-run'
+    before = d.get(opath).json()
+    forbidden(d.request('PATCH', opath, body=json.dumps(
+        {'metadata': {'labels': {'x': 'y'}}}), content_type=MERGE,
+        headers=L))
+    forbidden(d.request('PATCH', opath, body=json.dumps(other['run']),
+                        content_type=APPLY, headers=L))
+    forbidden(d.request('PUT', opath, body=json.dumps(other['run']),
+                        content_type='application/json', headers=L))
+    forbidden(d.delete(opath, headers=L))
+    eq(d.get(opath).json(), before, 'other run unchanged')
+    # Nor create one in a bundle, a List or a stream.
+    o2 = kitest.deepcopy(other)
+    o2['run']['metadata']['name'] = 'other-2'
+    o2['run']['spec']['sourceNative']['externalId'] = 'other-2'
+    forbidden(d.post(G + '/benchmarkruns', o2, headers=L))
+    r = d.post(G + '/benchmarkruns', {'apiVersion': 'v1', 'kind': 'List',
+                                      'items': [o2]}, headers=L)
+    check(r.status in (403, 200, 207), 'List: %r' % r)
+    r = d.post(G + '/benchmarkruns', json.dumps(o2) + '\n',
+               content_type='application/x-ndjson', headers=L)
+    check(r.status in (403, 200, 207), 'NDJSON: %r' % r)
+    eq(d.get(G + '/benchmarkruns/other-2').status, 404, 'other-2 not stored')
+    # Its own run: label patch, then delete.
+    rpath = G + '/benchmarkruns/' + SEED['run']['metadata']['name']
+    eq(d.request('PATCH', rpath, body=json.dumps(
+        {'metadata': {'labels': {'checked': 'yes'}}}), content_type=MERGE,
+        headers=L).status, 200, 'patch own run')
+    eq(d.delete(rpath, headers=L).status, 200, 'delete own run')
+
+
+@test
+def a_source_token_verifies_only_its_own_runs():
+    d, W, L = scoped()
+
+    def ver(name, run):
+        return {'apiVersion': AV, 'kind': 'Verification',
+                'metadata': {'name': name}, 'spec': {'runName': run}}
+    forbidden(d.post(G + '/verifications', ver('v-other', 'other-run'),
+                     headers=L))
+    d.post(G + '/verifications', json.dumps(ver('v-other', 'other-run')) +
+           '\n', content_type='application/x-ndjson', headers=L)
+    eq(d.get(G + '/verifications/v-other').status, 404, 'not stored')
+    own = SEED['run']['metadata']['name']
+    eq(d.post(G + '/verifications', ver('v-own', own), headers=L).status,
+       201, 'verify its own run')
+    forbidden(d.delete(G + '/verifications/v-own', headers=L))
+    eq(d.delete(G + '/verifications/v-own', headers=W).status, 200,
+       'the writer deletes it')
+
+
+@test
+def natural_key_halves_may_not_hold_control_characters():
+    """The natural key is source, U+001F, externalId: a source holding
+    U+001F made two (source, externalId) pairs one key, and one beginning
+    with a token's source and U+001F was taken for that source."""
+    d, W, L = scoped()
+    src = SEED['run']['spec']['sourceNative']['source']
+    for s_, x in ((src + '\x1fevil', 'e1'), ('a', 'b\x1fc'),
+                  ('a\x1fb', 'c'), (src + '\x01', 'e2')):
+        ev = kitest.deepcopy(SEED)
+        ev['run']['metadata']['name'] = 'us-run'
+        ev['run']['spec']['sourceNative']['source'] = s_
+        ev['run']['spec']['sourceNative']['externalId'] = x
+        r = d.post(G + '/benchmarkruns', ev, headers=W)
+        st = kitest.status_of(r, 422, 'Invalid')
+        check(any(f.startswith('run.spec.sourceNative.')
+                  for f in kitest.cause_fields(st)), st)
+    eq(d.get(G + '/benchmarkruns/us-run').status, 404, 'nothing stored')
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
