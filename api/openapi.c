@@ -72,6 +72,8 @@ schema_of(ki_buf *b, const api_field *f)
 			ki_buf_puts(b, ",\"format\":\"date-time\"");
 		if (f->flags & API_F_DIGEST)
 			ki_buf_puts(b, ",\"pattern\":\"^sha256:[0-9a-f]{64}$\"");
+		if (f->flags & API_F_NOCTL)
+			ki_buf_puts(b, ",\"pattern\":\"^[^\\\\x00-\\\\x1f\\\\x7f]*$\"");
 		if (f->enums != NULL) {
 			ki_buf_puts(b, ",\"enum\":[");
 			for (const char *const *e = f->enums; *e != NULL; e++)

@@ -89,12 +89,11 @@ static const api_field source_native[] = {
 	 * neither half may hold a control character: then the key is read
 	 * back one way only, and no two (source, externalId) pairs share it. */
 	{ "source", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY | API_F_NOCTL,
-	  NULL, NULL,
-	  128, "The harness that produced the row (the natural key's first "
-	  "half)." },
+	  NULL, NULL, 128, "The harness that produced the row (the natural "
+	  "key's first half)." },
 	{ "externalId", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY |
-	  API_F_NOCTL, NULL, NULL, 380, "The row's id in that source (the natural key's second "
-	  "half)." },
+	  API_F_NOCTL, NULL, NULL, 380, "The row's id in that source (the "
+	  "natural key's second half)." },
 	{ "benchmark", API_T_STRING, 0, NULL, NULL, 256,
 	  "The source's benchmark name, e.g. embedding/full." },
 	{ "metrics", API_T_MAP, 0, NULL, number_value, 0,
