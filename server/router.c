@@ -10,14 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/admin.h"
 #include "api/auth.h"
-#include "api/commit.h"
-#include "api/object.h"
-#include "api/parts.h"
-#include <openssl/crypto.h>
-#include "api/kinds.h"
 #include "api/table.h"
-#include "store/store.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
 
@@ -362,13 +357,10 @@ text(api_resp *r, int code, const char *body)
 static void
 readyz(router *rt, api_resp *r)
 {
-	store_txn *t;
-
-	if (store_begin(rt->api->st, 0, &t) != KI_OK) {
+	if (api_ready(rt->api) != KI_OK) {
 		text(r, 503, "store not ready\n");
 		return;
 	}
-	store_abort(t);
 	text(r, 200, "ok\n");
 }
 
@@ -378,7 +370,6 @@ metrics(router *rt, api_resp *r)
 	static const char *const classes[] = { "other", "1xx", "2xx", "3xx",
 		"4xx", "5xx" };
 	server_metrics *m = rt->metrics;
-	store_stats ss;
 	ki_buf *b = &r->body;
 
 	ki_buf_puts(b, "# HELP kernelindex_http_requests_total HTTP requests "
@@ -400,92 +391,7 @@ metrics(router *rt, api_resp *r)
 	    (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED),
 	    (double)__atomic_load_n(&m->duration_us, __ATOMIC_RELAXED) / 1e6,
 	    (unsigned long long)__atomic_load_n(&m->in_flight, __ATOMIC_RELAXED));
-	{
-		static const char *const paths[API_LIST_PATHS] = { "name", "index",
-			"range" };
-		const api_list_stats *ls = &rt->api->lists;
-
-		ki_buf_puts(b, "# HELP kernelindex_list_requests_total Lists, by "
-		    "how they were served: a name lookup, index postings, or a "
-		    "read of the kind in order.\n# TYPE "
-		    "kernelindex_list_requests_total counter\n");
-		for (int i = 0; i < API_LIST_PATHS; i++)
-			ki_buf_printf(b, "kernelindex_list_requests_total{path=\"%s\"} "
-			    "%llu\n", paths[i], (unsigned long long)
-			    __atomic_load_n(&ls->requests[i], __ATOMIC_RELAXED));
-		ki_buf_printf(b, "# HELP kernelindex_list_objects_examined_total "
-		    "Objects lists read and matched against their selectors.\n"
-		    "# TYPE kernelindex_list_objects_examined_total counter\n"
-		    "kernelindex_list_objects_examined_total %llu\n"
-		    "# HELP kernelindex_list_items_returned_total Items lists "
-		    "answered.\n# TYPE kernelindex_list_items_returned_total "
-		    "counter\nkernelindex_list_items_returned_total %llu\n",
-		    (unsigned long long)__atomic_load_n(&ls->examined,
-		    __ATOMIC_RELAXED), (unsigned long long)__atomic_load_n(
-		    &ls->returned, __ATOMIC_RELAXED));
-	}
-	{
-		api_commit_stats cs;
-
-		api_committer_stats(rt->api->committer, &cs);
-		ki_buf_printf(b, "# HELP kernelindex_commit_batches_total Synced "
-		    "commits of the group committer.\n# TYPE "
-		    "kernelindex_commit_batches_total counter\n"
-		    "kernelindex_commit_batches_total %llu\n"
-		    "# HELP kernelindex_commit_requests_total Write requests those "
-		    "commits carried.\n# TYPE kernelindex_commit_requests_total "
-		    "counter\nkernelindex_commit_requests_total %llu\n"
-		    "# HELP kernelindex_commit_redone_total Batches run again with "
-		    "each request in a transaction of its own, after one failed "
-		    "having written.\n# TYPE kernelindex_commit_redone_total "
-		    "counter\nkernelindex_commit_redone_total %llu\n"
-		    "# HELP kernelindex_commit_seconds_total Time in commits (page "
-		    "writes and syncs).\n# TYPE kernelindex_commit_seconds_total "
-		    "counter\nkernelindex_commit_seconds_total %.6f\n",
-		    (unsigned long long)cs.batches, (unsigned long long)cs.jobs,
-		    (unsigned long long)cs.redone, (double)cs.commit_us / 1e6);
-	}
-	ki_buf_printf(b, "# HELP kernelindex_bundle_parts_remembered_total "
-	    "Bundle parts taken from memory (the same bytes validated before) "
-	    "instead of parsed again.\n# TYPE "
-	    "kernelindex_bundle_parts_remembered_total counter\n"
-	    "kernelindex_bundle_parts_remembered_total %llu\n",
-	    (unsigned long long)api_part_hits());
-	if (store_stat(rt->api->st, &ss) == KI_OK)
-		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
-		    "# TYPE kernelindex_store_map_bytes gauge\n"
-		    "kernelindex_store_map_bytes %llu\n"
-		    "# HELP kernelindex_store_used_bytes LMDB pages in use.\n"
-		    "# TYPE kernelindex_store_used_bytes gauge\n"
-		    "kernelindex_store_used_bytes %llu\n"
-		    "# HELP kernelindex_store_log_bytes Redo log written since the "
-		    "last checkpoint.\n# TYPE kernelindex_store_log_bytes gauge\n"
-		    "kernelindex_store_log_bytes %llu\n"
-		    "# HELP kernelindex_store_checkpoints_total Checkpoints (the "
-		    "LMDB file synced, the log started over).\n# TYPE "
-		    "kernelindex_store_checkpoints_total counter\n"
-		    "kernelindex_store_checkpoints_total %llu\n"
-		    "# HELP kernelindex_store_recovered_transactions Transactions "
-		    "applied from the redo log when the store was opened.\n# TYPE "
-		    "kernelindex_store_recovered_transactions gauge\n"
-		    "kernelindex_store_recovered_transactions %llu\n",
-		    (unsigned long long)ss.map_size,
-		    (unsigned long long)ss.map_used,
-		    (unsigned long long)ss.log_bytes,
-		    (unsigned long long)ss.checkpoints,
-		    (unsigned long long)ss.recovered);
-	{
-		store_txn *t;
-
-		if (store_begin(rt->api->st, 0, &t) == KI_OK) {
-			ki_buf_printf(b, "# HELP kernelindex_store_resource_version The "
-			    "store's resourceVersion.\n# TYPE "
-			    "kernelindex_store_resource_version gauge\n"
-			    "kernelindex_store_resource_version %llu\n",
-			    (unsigned long long)store_rv(t));
-			store_abort(t);
-		}
-	}
+	api_metrics(rt->api, b);
 	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	r->code = 200;
 }
@@ -604,66 +510,15 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 		return;
 	}
 	if (*rest == '\0' && strcmp(req->method, "GET") == 0) {
-		int rc = api_token_list(rt->api->st, &r->body);
-
-		if (rc != KI_OK)
-			fail(r, 500, "InternalError", "listing tokens: %s",
-			    ki_strerror(rc));
-		else
-			r->code = 200;
+		api_admin_token_list(rt->api, r);
 		return;
 	}
 	if (*rest == '\0' && strcmp(req->method, "POST") == 0) {
-		struct json_object *o = NULL;
-		api_status st;
-		char secret[64], id[16];
-		int role, rc;
-
-		api_status_init(&st);
-		if (api_json_parse(req->body, req->body_len, 8, &o, &st) != KI_OK) {
-			api_resp_status(r, &st);
-			api_status_free(&st);
-			return;
-		}
-		api_status_free(&st);
-		role = api_role_parse(json_object_get_string(
-		    json_object_object_get(o, "role")));
-		if (role == API_ROLE_NONE) {
-			json_object_put(o);
-			fail(r, 422, "Invalid", "role: must be reader, writer or admin");
-			return;
-		}
-		rc = api_token_create(rt->api->st, role, json_object_get_string(
-		    json_object_object_get(o, "source")), json_object_get_string(
-		    json_object_object_get(o, "prefix")), json_object_get_string(
-		    json_object_object_get(o, "description")), rt->api->now(),
-		    secret, id);
-		json_object_put(o);
-		if (rc != KI_OK) {
-			fail(r, 500, "InternalError", "creating the token: %s",
-			    ki_strerror(rc));
-			return;
-		}
-		ki_buf_printf(&r->body, "{\"kind\":\"Token\",\"apiVersion\":"
-		    "\"kernelindex.dev/v1alpha1\",\"id\":\"%s\",\"role\":\"%s\","
-		    "\"token\":\"%s\"}", id, api_role_name(role), secret);
-		OPENSSL_cleanse(secret, sizeof(secret));
-		r->cache_control = "no-store";
-		r->code = 201;
+		api_admin_token_create(rt->api, req->body, req->body_len, r);
 		return;
 	}
 	if (rest[0] == '/' && strcmp(req->method, "DELETE") == 0) {
-		int rc = api_token_revoke(rt->api->st, rest + 1);
-
-		if (rc == KI_ENOTFOUND)
-			fail(r, 404, "NotFound", "no token with id \"%.16s\"", rest + 1);
-		else if (rc != KI_OK)
-			fail(r, 500, "InternalError", "revoking: %s", ki_strerror(rc));
-		else {
-			ki_buf_puts(&r->body, "{\"kind\":\"Status\",\"apiVersion\":"
-			    "\"v1\",\"metadata\":{},\"status\":\"Success\",\"code\":200}");
-			r->code = 200;
-		}
+		api_admin_token_revoke(rt->api, rest + 1, r);
 		return;
 	}
 	method_not_allowed(r, req->method);
@@ -674,12 +529,6 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 static void
 admin_backup(router *rt, const http_req *req, api_resp *r)
 {
-	struct json_object *o = NULL;
-	const char *path;
-	api_status st;
-	struct stat sb;
-	int fd, rc;
-
 	if (who.role < API_ROLE_ADMIN && !(!who.tokens_exist && who.loopback &&
 	    !who.token)) {
 		fail(r, who.token ? 403 : 401, who.token ? "Forbidden" :
@@ -690,46 +539,7 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		method_not_allowed(r, req->method);
 		return;
 	}
-	api_status_init(&st);
-	if (api_json_parse(req->body, req->body_len, 4, &o, &st) != KI_OK) {
-		api_resp_status(r, &st);
-		api_status_free(&st);
-		return;
-	}
-	api_status_free(&st);
-	path = json_object_get_string(json_object_object_get(o, "path"));
-	if (path == NULL || path[0] != '/') {
-		json_object_put(o);
-		fail(r, 422, "Invalid", "path: an absolute path for the new file is "
-		    "required");
-		return;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		fail(r, errno == EEXIST ? 409 : 422, errno == EEXIST ?
-		    "AlreadyExists" : "Invalid", "path: %.200s: %s", path,
-		    strerror(errno));
-		json_object_put(o);
-		return;
-	}
-	rc = store_backup_fd(rt->api->st, fd);
-	if (rc == KI_OK && fsync(fd) != 0)
-		rc = KI_EIO;
-	if (rc == KI_OK && fstat(fd, &sb) != 0)
-		rc = KI_EIO;
-	close(fd);
-	if (rc != KI_OK) {
-		unlink(path);
-		json_object_put(o);
-		fail(r, 500, "InternalError", "backup: %s", ki_strerror(rc));
-		return;
-	}
-	ki_buf_puts(&r->body, "{\"kind\":\"Backup\",\"apiVersion\":"
-	    "\"kernelindex.dev/v1alpha1\",\"path\":");
-	ki_buf_json_string(&r->body, path, strlen(path));
-	ki_buf_printf(&r->body, ",\"bytes\":%lld}", (long long)sb.st_size);
-	json_object_put(o);
-	r->code = 201;
+	api_admin_backup(rt->api, req->body, req->body_len, r);
 }
 
 void

@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/admin.h"
 #include "api/labels.h"
 #include "api/table.h"
 #include "lib/log.h"
@@ -582,27 +583,19 @@ expired(watcher *w, uint64_t rv)
 static void
 fill_from_store(watcher *w)
 {
-	store_txn *t;
-	int rc;
+	uint64_t oldest = 0;
+	int rc, began;
 
-	if ((rc = store_begin(w->hub->api->st, 0, &t)) != KI_OK) {
+	rc = api_watch_read(w->hub->api->st, w->p.kind->id, &w->p.initial,
+	    &w->last_rv, on_initial, on_event, w, &oldest, &began);
+	if (!began) {
 		watch_fail(w, ki_strerror(rc));
 		return;
 	}
-	if (w->p.initial) {
-		w->p.initial = 0;
-		w->last_rv = store_rv(t);
-		rc = store_list(t, w->p.kind->id, 0, on_initial, w);
-	} else {
-		rc = store_events_since(t, w->last_rv, on_event, w);
-		if (rc == KI_EGONE)
-			expired(w, store_oldest_event(t));
-		else if (rc == KI_OK && w->last_rv < store_rv(t))
-			w->last_rv = store_rv(t);
-	}
+	if (rc == KI_EGONE)
+		expired(w, oldest);
 	if (rc != KI_OK && rc != 1 && rc != KI_EGONE)
 		watch_fail(w, ki_strerror(rc));
-	store_abort(t);
 	flush_own(w);
 }
 
@@ -830,12 +823,11 @@ static size_t
 hub_refresh(watch_hub *h, uint64_t notified)
 {
 	fresh f = { h, NULL, 0, 0 };
-	store_txn *t;
 	void **wake, **direct;
 	size_t nwake = 0, ndirect = 0;
 	uint64_t from = __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE);
 	uint64_t upto = 0;
-	int rc = KI_EIO, reset;
+	int rc, reset;
 
 	pthread_mutex_lock(&h->mu);
 	if (h->count == 0) {
@@ -848,11 +840,7 @@ hub_refresh(watch_hub *h, uint64_t notified)
 		return 0;
 	}
 	pthread_mutex_unlock(&h->mu);
-	if (store_begin(h->api->st, 0, &t) == KI_OK) {
-		rc = store_events_since(t, from, copy_event, &f);
-		upto = store_rv(t);
-		store_abort(t);
-	}
+	rc = api_events_since(h->api->st, from, copy_event, &f, &upto);
 	pthread_mutex_lock(&h->mu);
 	reset = rc != KI_OK;
 	if (reset) {
@@ -1079,7 +1067,7 @@ watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
 {
 	watch_hub *h = calloc(1, sizeof(*h));
 	struct epoll_event ev;
-	store_txn *t;
+	uint64_t rv;
 	int rc = KI_EIO;
 
 	*out = NULL;
@@ -1096,10 +1084,8 @@ watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
 	if (h->ep < 0 || h->efd < 0 ||
 	    epoll_ctl(h->ep, EPOLL_CTL_ADD, h->efd, &ev) != 0)
 		goto fail;
-	if (store_begin(api->st, 0, &t) == KI_OK) {
-		h->covered_rv = h->base_rv = h->notified_rv = store_rv(t);
-		store_abort(t);
-	}
+	if (api_current_rv(api->st, &rv) == KI_OK)
+		h->covered_rv = h->base_rv = h->notified_rv = rv;
 	if (pthread_create(&h->thread, NULL, hub_main, h) != 0)
 		goto fail;
 	*out = h;
