@@ -131,7 +131,7 @@ api_admin_backup(api_ctx *ctx, const char *body, size_t len, api_resp *r)
 	}
 	if (rc != KI_OK) {
 		json_object_put(o);
-		fail(r, 500, "InternalError", "backup: %s", ki_strerror(rc));
+		api_fail_rc(r, rc, "backup");
 		return;
 	}
 	ki_buf_puts(&r->body, "{\"kind\":\"Backup\",\"apiVersion\":"
@@ -148,8 +148,7 @@ api_admin_token_list(api_ctx *ctx, api_resp *r)
 	int rc = api_token_list(ctx->st, &r->body);
 
 	if (rc != KI_OK)
-		fail(r, 500, "InternalError", "listing tokens: %s",
-		    ki_strerror(rc));
+		api_fail_rc(r, rc, "listing tokens");
 	else
 		r->code = 200;
 }
@@ -184,15 +183,14 @@ api_admin_token_create(api_ctx *ctx, const char *body, size_t len,
 	    secret, id);
 	json_object_put(o);
 	if (rc != KI_OK) {
-		fail(r, 500, "InternalError", "creating the token: %s",
-		    ki_strerror(rc));
+		api_fail_rc(r, rc, "creating the token");
 		return;
 	}
 	ki_buf_printf(&r->body, "{\"kind\":\"Token\",\"apiVersion\":"
 	    "\"kernelindex.dev/v1alpha1\",\"id\":\"%s\",\"role\":\"%s\","
 	    "\"token\":\"%s\"}", id, api_role_name(role), secret);
 	OPENSSL_cleanse(secret, sizeof(secret));
-	r->cache_control = "no-store";
+	r->secret = 1;
 	r->code = 201;
 }
 
@@ -204,7 +202,7 @@ api_admin_token_revoke(api_ctx *ctx, const char *id, api_resp *r)
 	if (rc == KI_ENOTFOUND)
 		fail(r, 404, "NotFound", "no token with id \"%.16s\"", id);
 	else if (rc != KI_OK)
-		fail(r, 500, "InternalError", "revoking: %s", ki_strerror(rc));
+		api_fail_rc(r, rc, "revoking");
 	else {
 		ki_buf_puts(&r->body, "{\"kind\":\"Status\",\"apiVersion\":"
 		    "\"v1\",\"metadata\":{},\"status\":\"Success\",\"code\":200}");

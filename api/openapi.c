@@ -224,6 +224,6 @@ api_openapi_group(api_resp *r)
 {
 	pthread_once(&once, build);
 	ki_buf_append(&r->body, doc.data, doc.len);
-	snprintf(r->etag, sizeof(r->etag), "\"%s\"", hash);
+	snprintf(r->version, sizeof(r->version), "%s", hash);
 	r->code = doc.oom ? 503 : 200;
 }

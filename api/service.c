@@ -42,6 +42,9 @@ api_resp_status(api_resp *r, const api_status *st)
 	ki_buf_reset(&r->body);
 	r->code = st->code ? st->code : 500;
 	r->content_type = CT_JSON;
+	r->version[0] = '\0';
+	r->immutable = 0;
+	r->secret = 0;
 	r->etag[0] = '\0';
 	r->cache_control = NULL;
 	r->location[0] = '\0';

@@ -165,7 +165,7 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	char *end;
 
 	if (p == NULL) {
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "starting the watch");
 		return;
 	}
 	p->kind = k;
@@ -478,7 +478,7 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	}
 	if (ki_buf_reserve(&r->body, (size_t)st.st_size) != KI_OK) {
 		close(fd);
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "reading the file");
 		return;
 	}
 	while (r->body.len < (size_t)st.st_size) {
@@ -542,9 +542,32 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 	api_admin_backup(rt->api, req->body, req->body_len, r);
 }
 
-void
-router_dispatch(router *rt, const http_req *in, api_resp *r,
-	watch_params **watch)
+/* HTTP's validators and caching, derived from what the API says of its
+ * answer: the ETag is its version; immutable content is cached for a year
+ * and answered 304 without its body when If-None-Match names it (or is
+ * "*"); a secret is never stored. Answers that set their own headers (the
+ * static files) are left as they are. */
+static void
+http_semantics(const http_req *req, api_resp *r)
+{
+	const char *inm;
+
+	if (r->version[0] != '\0')
+		snprintf(r->etag, sizeof(r->etag), "\"%s\"", r->version);
+	if (r->immutable)
+		r->cache_control = "public, max-age=31536000, immutable";
+	else if (r->secret)
+		r->cache_control = "no-store";
+	if (r->immutable && r->code == 200 &&
+	    (inm = req->header(req->cls, "If-None-Match")) != NULL &&
+	    (strstr(inm, r->etag) != NULL || strcmp(inm, "*") == 0)) {
+		ki_buf_reset(&r->body);
+		r->code = 304;
+	}
+}
+
+static void
+dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 {
 	http_req head;
 	const http_req *req = in;
@@ -656,8 +679,7 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 				method_not_allowed(r, req->method);
 				return;
 			}
-			api_get_digest(rt->api, rest + 8,
-			    req->header(req->cls, "If-None-Match"), r);
+			api_get_digest(rt->api, rest + 8, r);
 			return;
 		}
 		slash = strchr(rest, '/');
@@ -696,6 +718,14 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		return;
 	}
 	static_file(rt, p, req, r);
+}
+
+void
+router_dispatch(router *rt, const http_req *req, api_resp *r,
+	watch_params **watch)
+{
+	dispatch(rt, req, r, watch);
+	http_semantics(req, r);
 }
 
 api_stream *
@@ -737,6 +767,6 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 	if (wo.atomic || wo.dry_run)
 		return NULL;
 	if ((s = api_stream_open(rt->api, &wo)) == NULL)
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "starting the upload");
 	return s;
 }
