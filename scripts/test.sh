@@ -52,7 +52,8 @@ export KI_REAL_DAEMON="$top/build/release/kernelindexd"
 export KI_DAEMON="$top/tests/e2e/valgrind-daemon.sh"
 export KI_CLI="$top/build/release/kernelindex"
 export KI_REF="$top/build/release/kernelindex-ref"
-for t in test_api test_features test_auth test_backup test_kubectl; do
+for t in test_api test_api_server test_features test_auth test_backup \
+	test_kubectl; do
 	python3 "tests/e2e/$t.py" > "build/release/valgrind-$t.log" 2>&1 ||
 		{ tail -n 80 "build/release/valgrind-$t.log"; exit 1; }
 	tail -n 1 "build/release/valgrind-$t.log"
