@@ -1,5 +1,5 @@
 /* api/admin.c — the administrative operations: opening the store,
- * tokens, backups, readiness, metrics, and the watch hub's store reads. */
+ * tokens, backups, readiness and metrics. */
 #include "api/admin.h"
 
 #include <errno.h>
@@ -313,46 +313,4 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 			store_abort(t);
 		}
 	}
-}
-
-int
-api_events_since(store *st, uint64_t from, store_event_fn fn, void *arg,
-	uint64_t *rv)
-{
-	store_txn *t;
-	int rc = KI_EIO;
-
-	if (store_begin(st, 0, &t) == KI_OK) {
-		rc = store_events_since(t, from, fn, arg);
-		*rv = store_rv(t);
-		store_abort(t);
-	}
-	return rc;
-}
-
-int
-api_watch_read(store *st, int kind, int *initial, uint64_t *last_rv,
-	store_each_fn each, store_event_fn fn, void *arg, uint64_t *oldest,
-	int *began)
-{
-	store_txn *t;
-	int rc;
-
-	*began = 0;
-	if ((rc = store_begin(st, 0, &t)) != KI_OK)
-		return rc;
-	*began = 1;
-	if (*initial) {
-		*initial = 0;
-		*last_rv = store_rv(t);
-		rc = store_list(t, kind, 0, each, arg);
-	} else {
-		rc = store_events_since(t, *last_rv, fn, arg);
-		if (rc == KI_EGONE)
-			*oldest = store_oldest_event(t);
-		else if (rc == KI_OK && *last_rv < store_rv(t))
-			*last_rv = store_rv(t);
-	}
-	store_abort(t);
-	return rc;
 }

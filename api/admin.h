@@ -55,19 +55,4 @@ int api_ready(api_ctx *ctx);
  * checkpoints, and its resourceVersion. */
 void api_metrics(api_ctx *ctx, ki_buf *b);
 
-/* The watch hub's reads, each in one read transaction. api_events_since:
- * the events after from (fn), with *rv the store's resourceVersion (left
- * as it is when the store cannot be read, and KI_EIO returned).
- * api_watch_read: for a stream's start (*initial set, cleared here) every
- * object of kind (each) and *last_rv the store's resourceVersion; else the
- * events after *last_rv (fn) and *last_rv advanced to the store's. Returns
- * what the store returned: KI_OK, 1 (a callback stopped), KI_EGONE with
- * *oldest the oldest event kept, or a failure; *began tells whether the
- * read transaction began (nothing was read when not). */
-int api_events_since(store *st, uint64_t from, store_event_fn fn, void *arg,
-	uint64_t *rv);
-int api_watch_read(store *st, int kind, int *initial, uint64_t *last_rv,
-	store_each_fn each, store_event_fn fn, void *arg, uint64_t *oldest,
-	int *began);
-
 #endif
