@@ -3,7 +3,7 @@
 
 python3 tests/e2e/test_api.py [TEST_NAME...]
 
-KI_DAEMON names the binary, KI_SHARED_DIR the shared folder (see kitest.py).
+KI_DAEMON names the binary, KI_DATA_DIR the test data (see kitest.py).
 """
 import copy
 import hashlib

@@ -59,7 +59,7 @@ teardown(void)
 static char *
 seed_text(size_t *len)
 {
-	return tests_read_shared("seed/embedding-full-huggingface-a100.json", len);
+	return tests_read_data("seed/embedding-full-huggingface-a100.json", len);
 }
 
 static int

@@ -2,6 +2,7 @@
  * numbers, the content digest of the seed, and the raw-text checks. */
 #include "api/jcs.h"
 #include "api/object.h"
+#include "tests/unit/tests.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json_object_iterator.h>
@@ -15,52 +16,6 @@ int test_jcs_register(void);
 
 /* numbers.csv holds this many lines; fewer means the file was cut short. */
 #define NUMBERS_LINES 99996
-
-/* Writes "<shared dir>/<rel>" into out. Returns 0, or -1 if it is too long. */
-static int
-shared_path(char *out, size_t size, const char *rel)
-{
-	const char *dir = getenv("KI_SHARED_DIR");
-	int n;
-
-	if (dir == NULL || dir[0] == '\0')
-		dir = "../shared";
-	n = snprintf(out, size, "%s/%s", dir, rel);
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-/* Reads a whole file under the shared dir. Returns a NUL-terminated copy
- * (caller frees with free()) and its length in *len, or NULL (and says
- * why on stderr). */
-static char *
-read_shared(const char *rel, size_t *len)
-{
-	char path[4096];
-	ki_buf b;
-	FILE *f = NULL;
-	char chunk[8192];
-	size_t n;
-	char *out = NULL;
-
-	ki_buf_init(&b);
-	if (shared_path(path, sizeof(path), rel) != 0)
-		goto cleanup;
-	f = fopen(path, "rb");
-	if (f == NULL) {
-		fprintf(stderr, "test_jcs: cannot open %s\n", path);
-		goto cleanup;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		ki_buf_append(&b, chunk, n);
-	if (ferror(f))
-		goto cleanup;
-	out = ki_buf_steal(&b, len);
-cleanup:
-	if (f != NULL)
-		fclose(f);
-	ki_buf_free(&b);
-	return out;
-}
 
 /* Parses text (NUL-terminated, len bytes) as the daemon does: strict,
  * UTF-8 checked. *ok says whether json-c took it. Returns the tree (caller
@@ -266,7 +221,7 @@ test_numbers_csv(void)
 	char *text, *line, *next;
 	size_t len, lines = 0, bad = 0;
 
-	text = read_shared("data/jcs/numbers.csv", &len);
+	text = tests_read_data("jcs/numbers.csv", &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	for (line = text; *line != '\0'; line = next) {
 		char *comma, *end, out[32];
@@ -327,10 +282,10 @@ test_vectors(void)
 		int ok = 0;
 
 		ki_buf_init(&got);
-		snprintf(rel, sizeof(rel), "data/jcs/input/%s.json", names[i]);
-		in = read_shared(rel, &inlen);
-		snprintf(rel, sizeof(rel), "data/jcs/output/%s.json", names[i]);
-		want = read_shared(rel, &wantlen);
+		snprintf(rel, sizeof(rel), "jcs/input/%s.json", names[i]);
+		in = tests_read_data(rel, &inlen);
+		snprintf(rel, sizeof(rel), "jcs/output/%s.json", names[i]);
+		want = tests_read_data(rel, &wantlen);
 		CU_ASSERT_PTR_NOT_NULL(in);
 		CU_ASSERT_PTR_NOT_NULL(want);
 		if (in == NULL || want == NULL)
@@ -497,7 +452,7 @@ test_digest_seed(void)
 	size_t len, i;
 	int ok = 0;
 
-	text = read_shared("seed/embedding-full-huggingface-a100.json", &len);
+	text = tests_read_data("seed/embedding-full-huggingface-a100.json", &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	seed = parse_strict(text, len, &ok);
 	CU_ASSERT_TRUE(ok);
@@ -1122,7 +1077,7 @@ test_parse_tree_seed(void)
 	struct json_object *got = NULL, *want;
 	api_status st;
 	size_t len;
-	char *text = read_shared("seed/embedding-full-huggingface-a100.json",
+	char *text = tests_read_data("seed/embedding-full-huggingface-a100.json",
 	    &len);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
