@@ -379,7 +379,8 @@ put_number(yconv *y)
 	const char *s = y->p, *e;
 	int dot = 0;
 
-	while (y->p < y->end && (strchr("+-0123456789.eE", *y->p) != NULL))
+	while (y->p < y->end && *y->p != '\0' &&
+	    strchr("+-0123456789.eE", *y->p) != NULL)
 		y->p++;
 	if (y->p == s)
 		return KI_EINVAL;
