@@ -97,7 +97,7 @@ typedef struct req_ctx {
 	int status;
 	size_t bytes;
 	int started;               /* the handler's first call is done */
-	int head;                  /* a HEAD request */
+	int head, get;             /* a HEAD, a GET request */
 	int nul;                   /* the target has an encoded NUL (%00) */
 	enc_inflater *gunzip;      /* Content-Encoding: gzip, or NULL */
 	int bad_gzip;              /* the gzip body does not inflate */
@@ -414,8 +414,7 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r,
 		api_resp_status(r, &st);
 		api_status_free(&st);
 	}
-	if (r->code == 200 && r->etag[0] != '\0' &&
-	    (strcmp(rq->method, "GET") == 0 || rq->head)) {
+	if (r->code == 200 && r->etag[0] != '\0' && (rq->get || rq->head)) {
 		const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 		    "If-None-Match");
 
@@ -708,8 +707,9 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 	http_req req;
 
 	rq->started = 1;
-	snprintf(rq->method, sizeof(rq->method), "%s", method);
+	log_escape(rq->method, sizeof(rq->method), method);
 	rq->head = strcmp(method, "HEAD") == 0;
+	rq->get = strcmp(method, "GET") == 0;
 	rq->ct = track_of(c);
 	if (framing_check(c, version, &rq->resp) != 0)
 		return 1;

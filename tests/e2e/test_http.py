@@ -579,6 +579,12 @@ def yaml_is_served_when_accepted():
         'Accept': 'application/yaml, application/json;q=0.9'})
     eq(yaml.safe_load(lst.body.decode('utf-8')),
        d.get(G + '/benchmarkprotocols').json(), 'a List in YAML')
+    tj = d.get(G + '/benchmarkprotocols', headers={
+        'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'})
+    ty = d.get(G + '/benchmarkprotocols', headers={
+        'Accept': 'application/yaml;as=Table;v=v1;g=meta.k8s.io'})
+    eq(tj.json().get('kind'), 'Table', 'a Table')
+    eq(yaml.safe_load(ty.body.decode('utf-8')), tj.json(), 'a Table in YAML')
     nf = d.get(G + '/benchmarkprotocols/nope',
                headers={'Accept': 'application/yaml'})
     eq(nf.status, 404, 'status')
