@@ -396,6 +396,15 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			    "patch) or application/apply-patch+yaml", mt);
 			return;
 		}
+		{
+			int force;
+
+			/* Server-side apply's force: the store keeps no field
+			 * managers, so there are no conflicts for it to override;
+			 * the value is still checked. */
+			if (bool_arg(req, "force", &force, r) != 0)
+				return;
+		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
 		return;
 	}

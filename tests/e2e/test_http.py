@@ -321,6 +321,13 @@ def booleans_parse_as_go_parsebool():
               'the Status names %s: %r' % (name, st))
     r = d.post(G + '/benchmarkprotocols?atomic=T', protocol('bool-three'))
     check(r.status in (200, 201), 'atomic=T: %r' % r)
+    apply = G + '/benchmarkprotocols/bool-three?fieldManager=t&force='
+    for v, code in (('True', 200), ('F', 200), ('yes', 400)):
+        r = d.request('PATCH', apply + v, body=json.dumps(
+            protocol('bool-three', reps=_serial[0])),
+            content_type='application/apply-patch+yaml')
+        eq(r.status, code, 'force=%s: %r' % (v, r))
+    check('force' in r.json()['message'], 'the Status names force')
 
 
 @test
