@@ -79,6 +79,8 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	}
 	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
 		goto out;
+	if (!api_if_match(opt->if_match, o.rv, r))
+		goto out;
 	/* The final state carries the deleting resourceVersion, as in
 	 * Kubernetes, for the DELETED event and the answer. */
 	ki_buf_append(&metab, o.json + o.meta_off, o.meta_len);

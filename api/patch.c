@@ -126,7 +126,8 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		goto out;
 	}
 	rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
-	if (rc == KI_ENOTFOUND && missing_ok) {
+	/* If-Match asks for an object that exists: apply does not create. */
+	if (rc == KI_ENOTFOUND && missing_ok && opt->if_match == NULL) {
 		missing = 1;
 		goto out;
 	}
@@ -142,6 +143,8 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		goto out;
 	}
 	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+		goto out;
+	if (!api_if_match(opt->if_match, o.rv, r))
 		goto out;
 	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
 	if (pre[0] != '\0' && strcmp(pre, rvs) != 0) {

@@ -89,6 +89,38 @@ api_resp_warn(api_resp *r, const char *fmt, ...)
 		r->nwarnings++;
 }
 
+int
+api_if_match(const char *if_match, uint64_t rv, api_resp *r)
+{
+	char tag[32];
+	size_t n;
+	const char *p = if_match;
+
+	if (p == NULL)
+		return 1;
+	n = (size_t)snprintf(tag, sizeof(tag), "\"%llu\"",
+	    (unsigned long long)rv);
+	while (*p != '\0') {
+		const char *e;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		if (*p != '"')
+			break;
+		e = strchr(p + 1, '"');
+		if (e == NULL)
+			break;
+		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
+			return 1;
+		p = e + 1;
+	}
+	api_resp_fail(r, 412, "PreconditionFailed", NULL, "If-Match: the "
+	    "object's current ETag is %s", tag);
+	return 0;
+}
+
 void
 api_fail_rc(api_resp *r, int rc, const char *what)
 {

@@ -76,6 +76,7 @@ typedef struct api_resp {
 	FILE *spill;
 	uint64_t spill_len;
 	const char *suffix;
+	const char *allow;                 /* a 405's Allow header (static) */
 } api_resp;
 
 void api_resp_init(api_resp *r);
@@ -100,7 +101,14 @@ typedef struct api_write_opts {
 	int dry_run;                /* dryRun=All */
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */
+	const char *if_match;       /* the If-Match header, or NULL */
 } api_write_opts;
+
+/* Does the If-Match header value (NULL: no header) let a write go over the
+ * stored object of resourceVersion rv (whose ETag is "rv")? Strong
+ * comparison, or "*" (RFC 9110 13.1.1). When it does not, fills r with a
+ * 412 and returns 0. */
+int api_if_match(const char *if_match, uint64_t rv, api_resp *r);
 
 typedef struct api_list_opts {
 	const char *label_selector;

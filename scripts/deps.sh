@@ -19,6 +19,9 @@ if [ "${1:-}" = "--test" ]; then
 	command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 	command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 	command -v npm >/dev/null 2>&1 || missing="$missing npm"
+	# tests/e2e/test_http.py reads YAML answers back.
+	dpkg-query -W -f='${Status}\n' python3-yaml 2>/dev/null |
+		grep -q "ok installed" || missing="$missing python3-yaml"
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -30,11 +30,45 @@ not_found(api_resp *r)
 	    "resource");
 }
 
+/* allow: the methods the resource takes, for the Allow header (static). */
 static void
-method_not_allowed(api_resp *r, const char *method)
+method_not_allowed(api_resp *r, const char *method, const char *allow)
 {
 	fail(r, 405, "MethodNotAllowed", "the server does not allow the method "
-	    "%s for the requested resource", method);
+	    "%.16s for the requested resource", method);
+	r->allow = allow;
+}
+
+#define ALLOW_READ "GET, HEAD"
+#define ALLOW_COLLECTION "GET, HEAD, POST"
+#define ALLOW_ITEM "GET, HEAD, PUT, PATCH, DELETE"
+
+/* A boolean query parameter read as Go's strconv.ParseBool does: *out is
+ * 0 or 1 (0 when absent or empty). Returns -1 with r filled (400 naming
+ * the parameter) on any other value. */
+static int
+bool_arg(const http_req *req, const char *name, int *out, api_resp *r)
+{
+	static const char *const yes[] = { "1", "t", "T", "TRUE", "true",
+		"True" };
+	static const char *const no[] = { "0", "f", "F", "FALSE", "false",
+		"False" };
+	const char *v = req->arg(req->cls, name);
+
+	*out = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcmp(v, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcmp(v, no[i]) == 0)
+			return 0;
+	}
+	api_resp_fail(r, 400, "BadRequest", name, "invalid %s value \"%.32s\": "
+	    "a boolean is expected (true or false, 1 or 0, t or f)", name, v);
+	return -1;
 }
 
 /* Media type without parameters, lower-cased, into out. */
@@ -55,9 +89,10 @@ media_type(const char *ct, char *out, size_t n)
 static int
 is_ndjson(const char *mt)
 {
+	/* Not application/json-seq: its records start with RS (RFC 7464),
+	 * which the NDJSON reader would take for part of a document. */
 	return strcmp(mt, "application/x-ndjson") == 0 ||
-	    strcmp(mt, "application/jsonl") == 0 ||
-	    strcmp(mt, "application/json-seq") == 0;
+	    strcmp(mt, "application/jsonl") == 0;
 }
 
 size_t
@@ -75,10 +110,10 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 {
 	const char *dry = req->arg(req->cls, "dryRun");
 	const char *fv = req->arg(req->cls, "fieldValidation");
-	const char *atomic = req->arg(req->cls, "atomic");
 
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
+	o->if_match = req->header(req->cls, "If-Match");
 	if (dry != NULL && *dry != '\0') {
 		if (strcmp(dry, "All") != 0) {
 			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
@@ -98,16 +133,25 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 		    "use Strict, Warn or Ignore", fv);
 		return -1;
 	}
-	if (atomic != NULL && (strcmp(atomic, "true") == 0 ||
-	    strcmp(atomic, "1") == 0))
-		o->atomic = 1;
-	else if (atomic != NULL && *atomic != '\0' &&
-	    strcmp(atomic, "false") != 0 && strcmp(atomic, "0") != 0) {
-		fail(r, 400, "BadRequest", "invalid atomic value \"%.32s\": use true "
-		    "or false", atomic);
-		return -1;
-	}
-	return 0;
+	return bool_arg(req, "atomic", &o->atomic, r);
+}
+
+/* If-Match on a POST to a collection: the collection has no ETag, so only
+ * "*" (it exists) holds; anything else is a 412 rather than ignored. */
+static int
+collection_if_match(const api_write_opts *o, api_resp *r)
+{
+	const char *p = o->if_match;
+
+	if (p == NULL)
+		return 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (p[0] == '*' && p[strspn(p + 1, " \t") + 1] == '\0')
+		return 0;
+	fail(r, 412, "PreconditionFailed", "If-Match: a collection has no ETag "
+	    "(send If-Match with a PUT, PATCH or DELETE of one object)");
+	return -1;
 }
 
 static int
@@ -147,12 +191,6 @@ include_of(const http_req *req)
 	return API_INCLUDE_NONE;
 }
 
-static int
-is_true(const char *v)
-{
-	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 static void
 start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	watch_params **watch)
@@ -171,25 +209,34 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	p->kind = k;
 	p->table = wants_table(req);
 	p->include = include_of(req);
-	p->bookmarks = is_true(req->arg(req->cls, "allowWatchBookmarks"));
+	if (bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
+		free(p);
+		return;
+	}
 	if (rv == NULL || *rv == '\0' || strcmp(rv, "0") == 0) {
 		p->initial = 1;
 	} else {
+		errno = 0;
 		p->rv = strtoull(rv, &end, 10);
-		if (*end != '\0' || rv[0] == '-') {
+		if (*end != '\0' || errno != 0 || rv[0] < '0' || rv[0] > '9') {
 			free(p);
-			fail(r, 400, "BadRequest", "invalid resourceVersion \"%.32s\": "
-			    "a decimal number is expected", rv);
+			api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+			    "invalid resourceVersion \"%.32s\": a decimal number "
+			    "below 2^64 is expected", rv);
 			return;
 		}
 	}
 	if (to != NULL && *to != '\0') {
-		long v = strtol(to, &end, 10);
+		long v;
 
-		if (*end != '\0' || v < 0) {
+		errno = 0;
+		v = strtol(to, &end, 10);
+		if (*end != '\0' || errno != 0 || v < 0 || to[0] < '0' ||
+		    to[0] > '9') {
 			free(p);
-			fail(r, 400, "BadRequest", "invalid timeoutSeconds \"%.32s\"",
-			    to);
+			api_resp_fail(r, 400, "BadRequest", "timeoutSeconds",
+			    "invalid timeoutSeconds \"%.32s\": a non-negative "
+			    "integer is expected", to);
 			return;
 		}
 		p->timeout = v > 86400 ? 86400 : (int)v;
@@ -207,8 +254,11 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		api_list_opts lo;
 		const char *limit = req->arg(req->cls, "limit");
 		char *end;
+		int w;
 
-		if (is_true(req->arg(req->cls, "watch"))) {
+		if (bool_arg(req, "watch", &w, r) != 0)
+			return;
+		if (w) {
 			start_watch(k, req, r, watch);
 			return;
 		}
@@ -252,7 +302,8 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		char mt[128];
 		const char *ct = req->header(req->cls, "Content-Type");
 
-		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    collection_if_match(&wo, r) != 0)
 			return;
 		media_type(ct, mt, sizeof(mt));
 		/* curl --data-binary sends application/x-www-form-urlencoded
@@ -270,7 +321,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		    r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, ALLOW_COLLECTION);
 }
 
 static void
@@ -340,10 +391,19 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			    "patch) or application/apply-patch+yaml", mt);
 			return;
 		}
+		{
+			int force;
+
+			/* Server-side apply's force: the store keeps no field
+			 * managers, so there are no conflicts for it to override;
+			 * the value is still checked. */
+			if (bool_arg(req, "force", &force, r) != 0)
+				return;
+		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, ALLOW_ITEM);
 }
 
 static void
@@ -432,7 +492,7 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	int fd = -1;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-		method_not_allowed(r, req->method);
+		method_not_allowed(r, req->method, ALLOW_READ);
 		return;
 	}
 	if (strcmp(path, "/") == 0)
@@ -521,7 +581,8 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 		api_admin_token_revoke(rt->api, rest + 1, r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, *rest == '\0' ? "GET, HEAD, POST" :
+	    "DELETE");
 }
 
 /* POST /admin/backup {"path": "/srv/backups/ki-1.mdb"}: a consistent,
@@ -536,7 +597,7 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		return;
 	}
 	if (strcmp(req->method, "POST") != 0) {
-		method_not_allowed(r, req->method);
+		method_not_allowed(r, req->method, "POST");
 		return;
 	}
 	api_admin_backup(rt->api, req->body, req->body_len, r);
@@ -658,7 +719,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		rest = p + plen;
 		if (*rest == '\0' || strcmp(rest, "/") == 0) {
 			if (strcmp(req->method, "GET") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
 			api_discovery_resources(r);
@@ -667,7 +728,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		rest++;
 		if (strcmp(rest, "facets") == 0) {
 			if (strcmp(req->method, "GET") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
 			api_facets(rt->api, req->arg(req->cls, "labelSelector"), r);
@@ -676,7 +737,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		if (strncmp(rest, "objects/", 8) == 0) {
 			if (strcmp(req->method, "GET") != 0 &&
 			    strcmp(req->method, "HEAD") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
 			api_get_digest(rt->api, rest + 8, r);
@@ -706,6 +767,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 				if (strcmp(req->method, "GET") != 0) {
 					fail(r, 405, "MethodNotAllowed", "status is owned by "
 					    "the server: it can be read, not written");
+					r->allow = ALLOW_READ;
 					return;
 				}
 				snprintf(nm, sizeof(nm), "%.*s", (int)(sub - slash - 1),
@@ -760,7 +822,8 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	}
 	api_status_free(&st);
-	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+	    collection_if_match(&wo, r) != 0)
 		return NULL;
 	/* All or nothing needs one transaction, and a dry run must see the
 	 * whole body too: those are read whole (up to max-bulk-body). */

@@ -100,6 +100,7 @@ main(int argc, char **argv)
 		test_store_integrity_register,
 		test_api_register,
 		test_labels_register,
+		test_encode_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
 #endif
