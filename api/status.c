@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kinds.h"
+#include "api/version.h"
 
 void
 api_status_init(api_status *st)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/admin.h"
 #include "api/auth.h"
 #include "api/commit.h"
 #include "api/labels.h"
@@ -21,7 +22,6 @@
 #include "server/router.h"
 #include "server/verifier.h"
 #include "server/watch.h"
-#include "store/store.h"
 
 static double
 wall_now(void)
@@ -54,7 +54,6 @@ static int
 token_command(const ki_config *cfg, int argc, char **argv)
 {
 	const char *role = NULL, *source = NULL, *prefix = NULL, *desc = NULL;
-	store_options so;
 	store *st = NULL;
 	int rc;
 
@@ -79,13 +78,8 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			return 2;
 		}
 	}
-	memset(&so, 0, sizeof(so));
-	so.map_size = cfg->map_size;
-	so.map_max = cfg->map_max;
-	so.history = cfg->history;
-	so.facets = api_store_facets;
-	so.shared = 1;
-	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
@@ -124,10 +118,10 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			fprintf(stderr, "token %s revoked\n", argv[1]);
 	} else {
 		fprintf(stderr, "kernelindexd token: create, list or revoke ID\n");
-		store_close(st);
+		api_store_close(st);
 		return 2;
 	}
-	store_close(st);
+	api_store_close(st);
 	if (rc != KI_OK && rc != KI_EINVAL)
 		fprintf(stderr, "kernelindexd token: %s\n", ki_strerror(rc));
 	return rc == KI_OK ? 0 : 1;
@@ -139,39 +133,28 @@ token_command(const ki_config *cfg, int argc, char **argv)
 static int
 backup_command(const ki_config *cfg, int argc, char **argv)
 {
-	store_options so;
 	store *st = NULL;
-	int fd, rc;
+	long long bytes;
+	int rc, err;
 
 	if (argc != 1) {
 		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] backup FILE\n");
 		return 2;
 	}
-	memset(&so, 0, sizeof(so));
-	so.map_size = cfg->map_size;
-	so.map_max = cfg->map_max;
-	so.history = cfg->history;
-	so.facets = api_store_facets;
-	so.shared = 1;
-	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
 	}
-	fd = open(argv[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0) {
+	rc = api_backup_file(st, argv[0], &bytes, &err);
+	api_store_close(st);
+	if (err != 0) {
 		fprintf(stderr, "kernelindexd backup: %s: %s\n", argv[0],
-		    strerror(errno));
-		store_close(st);
+		    strerror(err));
 		return 1;
 	}
-	rc = store_backup_fd(st, fd);
-	if (rc == KI_OK && fsync(fd) != 0)
-		rc = KI_EIO;
-	close(fd);
-	store_close(st);
 	if (rc != KI_OK) {
-		unlink(argv[0]);
 		fprintf(stderr, "kernelindexd backup: %s\n", ki_strerror(rc));
 		return 1;
 	}
@@ -204,7 +187,6 @@ main(int argc, char **argv)
 	int check = 0, sig, rc = 1, sub = 0, sub_argc = 0;
 	char **sub_argv = NULL;
 	store *st = NULL;
-	store_options so;
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
@@ -300,13 +282,8 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	memset(&so, 0, sizeof(so));
-	so.map_size = cfg.map_size;
-	so.map_max = cfg.map_max;
-	so.history = cfg.history;
-	so.facets = api_store_facets;
-	so.nosync = !cfg.sync;
-	if ((rc = store_open(&st, cfg.data_dir, &so)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg.data_dir, cfg.map_size, cfg.map_max,
+	    cfg.history, 0, !cfg.sync)) != KI_OK) {
 		log_error("cannot open the store in %s: %s", cfg.data_dir,
 		    ki_strerror(rc));
 		return 1;
@@ -319,7 +296,7 @@ main(int argc, char **argv)
 	memset(&metrics, 0, sizeof(metrics));
 	if (watch_hub_create(&hub, &api, cfg.history) != KI_OK) {
 		log_error("cannot start the watch hub");
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	hk.hub = hub;
@@ -331,14 +308,14 @@ main(int argc, char **argv)
 	    KI_OK) {
 		log_error("cannot start the verification controller");
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	api.committer = committer;
@@ -351,20 +328,16 @@ main(int argc, char **argv)
 		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	log_info("kernelindexd %s listening on %s (port %u), store %s%s",
 	    PACKAGE_VERSION, cfg.listen, http_port(hs), cfg.data_dir,
 	    cfg.sync ? "" : " (sync off: a crash can lose acknowledged writes)");
 	{
-		store_txn *t;
 		uint64_t ntok = 0;
 
-		if (store_begin(st, 0, &t) == KI_OK) {
-			store_token_count(t, &ntok);
-			store_abort(t);
-		}
+		api_token_count(st, &ntok);
 		if (ntok == 0)
 			log_info("no tokens are configured: writes are accepted from "
 			    "loopback clients only");
@@ -385,7 +358,7 @@ main(int argc, char **argv)
 	api_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
-	store_close(st);
+	api_store_close(st);
 	log_info("stopped cleanly");
 	return 0;
 }

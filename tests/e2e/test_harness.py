@@ -4,7 +4,7 @@ do_bench measurement, every row of Liger's data files of every version
 imported, kernelindex run wrapping a benchmark command (with a baseline),
 and the CLI's list, delete, push, get, export and --help.
 
-Environment: KI_DAEMON, KI_SHARED_DIR (see kitest), KI_CLI (the kernelindex
+Environment: KI_DAEMON, KI_DATA_DIR (see kitest), KI_CLI (the kernelindex
 binary), KI_SRCDIR (the source tree).
 """
 import gzip
@@ -26,8 +26,8 @@ BUILD = os.path.dirname(kitest.daemon_path())
 CLI = os.environ.get('KI_CLI') or os.path.join(BUILD, 'kernelindex')
 CLIENT_DIR = os.path.join(SRC, 'client')
 EXAMPLE = os.path.join(CLIENT_DIR, 'example-bundle.json')
-VARIANTS = os.path.join(SRC, 'tests', 'data', 'liger-variants')
-CSV = os.path.join(kitest.SHARED, 'data', 'liger', 'all_benchmark_data.csv')
+VARIANTS = os.path.join(kitest.DATA, 'liger-variants')
+CSV = os.path.join(kitest.DATA, 'liger', 'all_benchmark_data.csv')
 HEADER = ('kernel_name,kernel_provider,kernel_operation_mode,metric_name,'
           'metric_unit,x_name,x_label,x_value,y_value_50,y_value_20,'
           'y_value_80,extra_benchmark_config_str,gpu_name,timestamp,'

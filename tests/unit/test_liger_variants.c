@@ -14,28 +14,23 @@
 #include "api/jcs.h"
 #include "harness/liger.h"
 #include "lib/ki.h"
+#include "tests/unit/tests.h"
 
-int test_liger_variants_register(void);
-
-/* Reads $KI_SRCDIR/tests/data/liger-variants/name (default ../.., the
- * source tree seen from build/<kind>), gunzipping a .gz, into b. Returns 0,
- * or -1 after recording a failure. */
+/* Reads liger-variants/name of the test data (tests_data_path),
+ * gunzipping a .gz, into b. Returns 0, or -1 after recording a failure. */
 static int
 read_variant(const char *name, ki_buf *b)
 {
-	const char *dir = getenv("KI_SRCDIR");
-	char path[4096], chunk[65536];
-	gzFile f;
+	char rel[256], path[4096], chunk[65536];
+	gzFile f = NULL;
 	int n;
 
-	if (dir == NULL || *dir == '\0')
-		dir = "../..";
-	snprintf(path, sizeof(path), "%s/tests/data/liger-variants/%s", dir,
-	    name);
-	f = gzopen(path, "rb");
+	snprintf(rel, sizeof(rel), "liger-variants/%s", name);
+	if (tests_data_path(path, sizeof(path), rel) == 0)
+		f = gzopen(path, "rb");
 	if (f == NULL) {
 		fprintf(stderr, "test_liger_variants: cannot open %s\n", path);
-		CU_FAIL_FATAL("test data file missing (set KI_SRCDIR)");
+		CU_FAIL_FATAL("test data file missing (set KI_DATA_DIR)");
 		return -1;
 	}
 	while ((n = gzread(f, chunk, sizeof(chunk))) > 0)
