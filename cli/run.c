@@ -98,6 +98,19 @@ find_csv(run_state *s, const char *dir, int depth)
 	closedir(d);
 }
 
+/* The data files a run watches without --csv: those under the working
+ * directory, and those in ../data (Liger's scripts, run from
+ * benchmark/scripts, write to benchmark/data). */
+static void
+find_watched(run_state *s)
+{
+	struct stat st;
+
+	find_csv(s, ".", 0);
+	if (stat("../data", &st) == 0 && S_ISDIR(st.st_mode))
+		find_csv(s, "../data", RUN_CSV_DEPTH);
+}
+
 /* The key of a CSV record: its fields joined by US. */
 static void
 record_key(const liger_record *r, ki_buf *out)
@@ -746,13 +759,13 @@ cli_cmd_run(cli *c, int argc, char **argv)
 	if (!s.dry_run && (rc = cli_connect(c)) != CLI_EXIT_OK)
 		goto out;
 	if (!s.csv_given)
-		find_csv(&s, ".", 0);
+		find_watched(&s);
 	snapshot(&s);
 
 	status = run_command(&s, cmd);
 	/* Files the command created are read whole. */
 	if (!s.csv_given)
-		find_csv(&s, ".", 0);
+		find_watched(&s);
 	for (i = 0; i < s.ncsv; i++)
 		read_new_rows(&s, &s.csv[i]);
 	add_labels(&s);

@@ -334,6 +334,18 @@ def kernelindex_run_wraps_a_benchmark_command():
     p = subprocess.run([CLI, 'run'], capture_output=True, text=True,
                        timeout=60)
     eq(p.returncode, 2, 'no command')
+    # Run from benchmark/scripts, as Liger's scripts are: ../data is read.
+    scripts = os.path.join(work, 'benchmark', 'scripts')
+    os.makedirs(scripts)
+    p = subprocess.run([CLI, 'run', '--dry-run', '--', sys.executable, '-c',
+                        'open("../data/all_benchmark_data.csv", "a", '
+                        'newline="").write(%r)' % (liger_row(
+                            8192, 0.5, '2026-12-05 10:00:00') + '\r\n')],
+                       capture_output=True, text=True, timeout=60,
+                       cwd=scripts)
+    eq(p.returncode, 0, p.stderr)
+    check('collected 1 results' in p.stdout and '"x-value":"8192"' in
+          p.stdout.replace('liger.kernelindex.dev/', ''), p.stdout[-500:])
 
 
 @test
