@@ -255,6 +255,8 @@ run_cells(struct json_object *item, char cell[][LIST_CELL])
 	v = cli_str_member(labels, "version");
 	if (v == NULL)
 		v = cli_str_member(labels, "liger_version");
+	if (v == NULL)  /* a Liger version that is no label value */
+		v = cli_str_member(ann, "liger.kernelindex.dev/liger-version");
 	snprintf(cell[9], LIST_CELL, "%s", v != NULL ? v : "");
 }
 
