@@ -213,8 +213,25 @@ def every_row_of_every_liger_data_file_imports():
     p = cli(d, 'import', 'liger', hist, timeout=600)
     check('7151 rows: 0 created, 7151 unchanged, 0 failed' in p.stdout,
           p.stdout)
-    unknown = d.get(G + '/benchmarkruns?labelSelector=gpu%3Dl40s&limit=1')
-    eq(unknown.status, 200, 'selector')
+    # What the importer does not know is stored as written, judged Unknown.
+    odd = os.path.join(tmp, 'odd.csv')
+    write_rows(odd, ['rms_norm,liger,sideways,speed,ms,H,h,1024,0.5,0.4,0.6,'
+                     '"{""M"": 2048, ""dtype"": ""torch.int4""}",NVIDIA Z9,'
+                     '2026-01-01 00:00:00,0.8+local'])
+    p = cli(d, 'import', 'liger', odd)
+    eq(p.returncode, 0, p.stderr)
+    r = d.get(G + '/benchmarkruns?labelSelector=pass%3Dunknown').json()
+    eq(len(r['items']), 1, 'the row with a mode the index does not know')
+    run = r['items'][0]
+    eq((run['metadata']['labels']['dtype'], run['metadata']['labels']['gpu'],
+        run['status']['plausibility']['verdict']),
+       ('unknown', 'z9', 'Unknown'), 'labels and verdict')
+    eq(run['metadata']['annotations']['liger.kernelindex.dev/unknown'],
+       "operation mode 'sideways'; GPU 'NVIDIA Z9'; dtype 'torch.int4'",
+       'what was not known')
+    p = cli(d, 'export', 'liger', '-l', 'pass=unknown')
+    eq(p.stdout, HEADER.replace('\r\n', '\n') + open(odd).read().split(
+        '\n', 1)[1], 'exported back as written')
 
 
 def write_rows(path, rows, header=True):
