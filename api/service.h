@@ -102,6 +102,10 @@ typedef struct api_write_opts {
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */
 	const char *if_match;       /* the If-Match header, or NULL */
+	/* DeleteOptions.preconditions, or "": the stored object must have
+	 * this uid and resourceVersion (api/options.h). */
+	char pre_uid[128];
+	char pre_rv[24];
 } api_write_opts;
 
 /* Does the If-Match header value (NULL: no header) let a write go over the
@@ -193,6 +197,7 @@ enum api_patch_type {
 	API_PATCH_MERGE = 1,   /* application/merge-patch+json (RFC 7386) */
 	API_PATCH_STRATEGIC,   /* treated as a merge patch */
 	API_PATCH_APPLY,       /* server-side apply: create or merge */
+	API_PATCH_JSON,        /* application/json-patch+json (RFC 6902) */
 };
 
 /* PATCH kind/name: merges the patch into the live object. Labels,

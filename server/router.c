@@ -12,6 +12,8 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
+#include "api/options.h"
+#include "api/review.h"
 #include "api/table.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
@@ -355,7 +357,12 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	if (strcmp(req->method, "DELETE") == 0) {
 		api_write_opts wo;
 
-		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    api_delete_query(req->arg(req->cls, "propagationPolicy"),
+		    req->arg(req->cls, "orphanDependents"), req->arg(req->cls,
+		    "gracePeriodSeconds"), r) != KI_OK ||
+		    api_delete_options(req->body, req->body_len,
+		    rt->api->lim->max_depth, &wo, r) != KI_OK)
 			return;
 		api_delete(rt->api, k, name, len, &wo, r);
 		return;
@@ -381,12 +388,15 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			type = API_PATCH_MERGE;
 		else if (strcmp(mt, "application/strategic-merge-patch+json") == 0)
 			type = API_PATCH_STRATEGIC;
+		else if (strcmp(mt, "application/json-patch+json") == 0)
+			type = API_PATCH_JSON;
 		else if (strcmp(mt, "application/apply-patch+yaml") == 0 ||
 		    strcmp(mt, "application/apply-patch+json") == 0)
 			type = API_PATCH_APPLY;
 		else {
 			fail(r, 415, "UnsupportedMediaType", "the patch type \"%.64s\" "
 			    "is not supported: use application/merge-patch+json, "
+			    "application/json-patch+json, "
 			    "application/strategic-merge-patch+json (taken as a merge "
 			    "patch) or application/apply-patch+yaml", mt);
 			return;
@@ -698,6 +708,15 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 	if (strcmp(p, "/apis/" API_GROUP) == 0) {
 		api_discovery_group(r);
 		return;
+	}
+	if (strncmp(p, "/apis/", 6) == 0) {
+		api_reviewer rv = { &who, rt->anonymous_reads };
+		char mt[128];
+
+		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+		if (api_review_route(rt->api, &rv, req->method, p, req->body,
+		    req->body_len, mt, r))
+			return;
 	}
 	if (strncmp(p, "/apis/", 6) == 0 || strncmp(p, "/api/", 5) == 0) {
 		const char *rest, *slash;
