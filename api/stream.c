@@ -92,9 +92,8 @@ stream_fail(api_stream *s, int rc, const char *what, long line)
 	s->fatal_line = line;
 }
 
-/* An unlinked file for the answer, in the spill directory. */
-static FILE *
-spill_open(const char *dir)
+FILE *
+api_spill_open(const char *dir)
 {
 #ifdef O_TMPFILE
 	if (dir != NULL) {
@@ -120,7 +119,7 @@ stream_spill(api_stream *s, int flush)
 	if (s->items.len == 0 || (s->items.len < STREAM_KEEP_BYTES &&
 	    !(flush && s->spill != NULL)))
 		return;
-	if (s->spill == NULL && (s->spill = spill_open(s->ctx->spill_dir)) ==
+	if (s->spill == NULL && (s->spill = api_spill_open(s->ctx->spill_dir)) ==
 	    NULL) {
 		stream_fail(s, KI_EIO, "keeping the upload's answer", s->line);
 		return;
