@@ -445,6 +445,9 @@ api_jsonpatch_apply(struct json_object *doc, struct json_object *patch,
 		    "cannot apply: %s", i, member_str(op, "op") ?
 		    member_str(op, "op") : "?", member_str(op, "path") ?
 		    member_str(op, "path") : "?", e.what);
+		/* kubectl prints a 422's causes, not its message. */
+		api_status_cause(st, "FieldValueInvalid", "patch", "%s",
+		    st->message ? st->message : e.what);
 		goto out;
 	}
 	*out = root;

@@ -10,7 +10,6 @@ of each role.
 The client lives in the system's Python (/usr/lib/python3/dist-packages):
 when the interpreter running this file lacks it, the file runs itself again
 under /usr/bin/python3."""
-import copy
 import json
 import os
 import sys
@@ -34,23 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
 import kitest  # noqa: E402
 from kitest import G, check, eq, test  # noqa: E402
+from clientdata import (GROUP, NRUNS, VERSION, many_runs,  # noqa: E402
+                        protocol)
 
-GROUP, VERSION = 'kernelindex.dev', 'v1alpha1'
-NRUNS = 1500            # more than the 1,000 a list used to be cut at
 STATE = {}
-
-
-def many_runs(n, prefix='many'):
-    """NDJSON of n bundles: the seed's, each run with its own name and
-    externalId."""
-    base = kitest.seed()
-    lines = []
-    for i in range(n):
-        b = copy.deepcopy(base)
-        b['run']['metadata']['name'] = '%s-%05d' % (prefix, i)
-        b['run']['spec']['sourceNative']['externalId'] = '%s/%d' % (prefix, i)
-        lines.append(json.dumps(b))
-    return ('\n'.join(lines) + '\n').encode()
 
 
 def api_client(d, token=None):
@@ -90,14 +76,6 @@ def custom():
 
 
 SEED_RUN = kitest.seed()['run']['metadata']['name']
-
-
-def protocol(name, reps=100):
-    return {'apiVersion': GROUP + '/' + VERSION, 'kind': 'BenchmarkProtocol',
-            'metadata': {'name': name},
-            'spec': {'measurement': {'timer': 'cuda_events',
-                                     'primaryStatistic': 'median',
-                                     'repetitions': reps}}}
 
 
 def api_error(fn, *a, **kw):
