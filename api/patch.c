@@ -211,9 +211,13 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		char stored[API_DIGEST_STRLEN + 1];
 
 		api_digest_format(o.digest, stored);
-		api_resp_fail(r, 422, "Invalid", "spec", "Invalid value: the spec is "
-		    "immutable (stored %s, the change would make %s): upload a "
-		    "changed result as a new object", stored, d.digest_str);
+		api_status_fail(&st, 422, "Invalid", "%s \"%s\" is invalid: spec: "
+		    "the spec is immutable", k->kind, name);
+		api_status_cause(&st, "FieldValueInvalid", "spec", "Invalid value: "
+		    "the spec is immutable (stored %s, the change would make %s): "
+		    "upload a changed result as a new object", stored, d.digest_str);
+		api_status_details(&st, k->kind, name);
+		api_resp_status(r, &st);
 		goto out;
 	}
 	if ((rc = stored_copy_make(&c, &o)) != KI_OK) {
@@ -247,8 +251,14 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		goto out;
 	}
 	rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
-	if (rc == KI_OK)
+	if (rc == KI_OK) {
+		api_warn_overridden_labels(r, json_object_object_get(
+		    json_object_object_get(d.obj, "metadata"), "labels"), &o);
 		rc = ki_buf_append(&r->body, o.json, o.json_len);
+	}
+	/* A dry run commits nothing: the object keeps its version. */
+	if (rc == KI_OK && opt->dry_run)
+		rc = api_body_set_rv(&r->body, rvs);
 	if (rc != KI_OK) {
 		api_fail_rc(r, rc, "reading the object");
 		goto out;
