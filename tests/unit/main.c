@@ -101,6 +101,7 @@ main(int argc, char **argv)
 		test_api_register,
 		test_labels_register,
 		test_encode_register,
+		test_jsonpatch_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
 #endif
