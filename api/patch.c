@@ -7,6 +7,7 @@
 
 #include "api/jsonpatch.h"
 #include "api/object.h"
+#include "api/options.h"
 #include "api/service.h"
 #include "api/service_int.h"
 
@@ -178,6 +179,16 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	} else {
 		want = body;
 		body = NULL;
+	}
+	if (meta_str(want, "uid") != NULL) {
+		/* A uid the client sent must be the object's (409 if not). */
+		api_write_opts uid_opt;
+
+		memset(&uid_opt, 0, sizeof(uid_opt));
+		snprintf(uid_opt.pre_uid, sizeof(uid_opt.pre_uid), "%s",
+		    meta_str(want, "uid"));
+		if (!api_preconditions_hold(&uid_opt, k, &o, r))
+			goto out;
 	}
 	wname = meta_str(want, "name");
 	if (wname != NULL && strcmp(wname, name) != 0) {

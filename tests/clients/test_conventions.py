@@ -162,6 +162,24 @@ def a_dry_run_invents_no_resource_version():
        live['metadata'], 'nothing changed')
 
 
+@test
+def a_uid_that_is_not_the_objects_is_a_conflict():
+    d = daemon()
+    live = d.get(G + '/benchmarkruns/' + RUN).json()
+    r = d.request('PATCH', G + '/benchmarkruns/' + RUN,
+                  body={'metadata': {'uid': 'someone-else',
+                                     'labels': {'team': 'uid'}}},
+                  content_type='application/merge-patch+json')
+    kitest.status_of(r, 409, 'Conflict')
+    body = dict(live, metadata=dict(live['metadata'], uid='x'))
+    kitest.status_of(d.request('PUT', G + '/benchmarkruns/' + RUN, body=body),
+                     409, 'Conflict')
+    eq(d.get(G + '/benchmarkruns/' + RUN).json()['metadata'],
+       live['metadata'], 'nothing changed')
+    r = d.request('PUT', G + '/benchmarkruns/' + RUN, body=live)
+    eq(r.status, 200, 'a PUT of the object as read (%r)' % r)
+
+
 if __name__ == '__main__':
     if KUBECTL is None:
         print('kubectl is not on PATH')
