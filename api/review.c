@@ -317,6 +317,12 @@ pb_decode(const uint8_t *p, size_t n, const pb_field *f,
 				return -1;
 			}
 		} else {
+			/* A string: well-formed UTF-8 without NUL, as JSON's. */
+			for (size_t i = 0, n1; i < len; i += n1) {
+				if (data[i] == 0 || (n1 = ki_utf8_len(data + i, len - i)) ==
+				    0)
+					return -1;
+			}
 			v = json_object_new_string_len((const char *)data, (int)len);
 		}
 		json_object_object_add(out, x->name, v);

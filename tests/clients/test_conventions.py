@@ -180,6 +180,40 @@ def a_uid_that_is_not_the_objects_is_a_conflict():
     eq(r.status, 200, 'a PUT of the object as read (%r)' % r)
 
 
+def pb_field(num, data):
+    """A length-delimited protobuf field (lengths under 128)."""
+    return bytes([num << 3 | 2, len(data)]) + data
+
+
+@test
+def reviews_refuse_what_they_cannot_read():
+    d = daemon()
+    path = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'
+    pb = 'application/vnd.kubernetes.protobuf'
+
+    def review(verb):
+        attrs = pb_field(2, verb) + pb_field(3, b'kernelindex.dev') + \
+            pb_field(5, b'benchmarkruns')
+        raw = pb_field(2, pb_field(1, attrs))
+        tm = pb_field(1, b'authorization.k8s.io/v1') + \
+            pb_field(2, b'SelfSubjectAccessReview')
+        return b'k8s\x00' + pb_field(1, tm) + pb_field(2, raw)
+    r = d.post(path, review(b'get'), content_type=pb)
+    eq((r.status, r.json()['status']['allowed']), (201, True),
+       'a protobuf review as kubectl sends it')
+    kitest.status_of(d.post(path, review(b'g\xffet'), content_type=pb), 400,
+                     'BadRequest')
+    kitest.status_of(d.post(path, review(b'get\x00x'), content_type=pb),
+                     400, 'BadRequest')
+    kitest.status_of(d.post(path, b'k8s\x00\x0a\xff', content_type=pb), 400,
+                     'BadRequest')
+    kitest.status_of(d.post(path, {'kind': 'SelfSubjectAccessReview',
+                                   'spec': {}}), 422, 'Invalid')
+    kitest.status_of(d.post(path, 'x', content_type='text/plain'), 415,
+                     'UnsupportedMediaType')
+    kitest.status_of(d.get(path), 405, 'MethodNotAllowed')
+
+
 if __name__ == '__main__':
     if KUBECTL is None:
         print('kubectl is not on PATH')
