@@ -42,25 +42,44 @@ is_admin(const api_principal *p)
 	    !p->token);
 }
 
-/* The source of the stored run named name, into src (empty when there is
- * no such run). */
-static void
-run_source(api_ctx *ctx, const char *name, char *src, size_t n)
+/* May p change the object of kind k named name? A stored one by the rules
+ * its writes meet (api_may_change_stored: a source-limited token changes
+ * only its source's runs), one to be created by its name. Fills st when
+ * not. */
+static int
+may_change(api_ctx *ctx, const api_principal *p, const api_kind *k,
+	const char *name, api_status *st)
 {
+	struct json_object *spec = NULL, *sn, *sv;
+	const char *src = NULL;
+	size_t src_len = 0;
 	store_txn *t;
 	store_obj o;
+	int ok;
 
-	src[0] = '\0';
-	if (store_begin(ctx->st, 0, &t) != KI_OK)
-		return;
-	if (store_get_by_name(t, API_RUN, name, strlen(name), &o) == KI_OK &&
-	    o.natkey != NULL) {
-		const char *us = memchr(o.natkey, '\x1f', o.natkey_len);
-
-		snprintf(src, n, "%.*s", (int)(us ? (size_t)(us - o.natkey) :
-		    o.natkey_len), o.natkey);
+	if (store_begin(ctx->st, 0, &t) != KI_OK) {
+		api_status_fail(st, 503, "ServiceUnavailable", "the store cannot be "
+		    "read");
+		return 0;
 	}
+	if (store_get_by_name(t, k->id, name, strlen(name), &o) != KI_OK) {
+		store_abort(t);
+		return api_may_write_object(p, name, NULL, st);
+	}
+	if (k->id == API_RUN) {
+		spec = api_json_parse_len(o.json + o.spec_off, o.spec_len);
+		if (json_object_object_get_ex(spec, "sourceNative", &sn) &&
+		    json_object_object_get_ex(sn, "source", &sv) &&
+		    json_object_is_type(sv, json_type_string)) {
+			src = json_object_get_string(sv);
+			src_len = (size_t)json_object_get_string_len(sv);
+		}
+	}
+	ok = api_may_change_stored(p, k->kind, k->id == API_RUN, name, src,
+	    src_len, st);
+	json_object_put(spec);
 	store_abort(t);
+	return ok;
 }
 
 /* May the caller write (verb, one of write_verbs) to kind k, the object
@@ -71,16 +90,12 @@ may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
 {
 	const api_principal *p = rv->who;
 	api_status st;
-	char src[257] = "";
 	int ok;
 
 	api_status_init(&st);
 	ok = api_may_write(p, &st);
-	if (ok && name != NULL && *name != '\0') {
-		if (k->id == API_RUN)
-			run_source(ctx, name, src, sizeof(src));
-		ok = api_may_write_object(p, name, src[0] ? src : NULL, &st);
-	}
+	if (ok && name != NULL && *name != '\0')
+		ok = may_change(ctx, p, k, name, &st);
 	if (!ok) {
 		ki_buf_puts(reason, st.message ? st.message : "not allowed");
 	} else if (p->source[0] != '\0' || p->prefix[0] != '\0') {
