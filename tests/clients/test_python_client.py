@@ -320,6 +320,15 @@ def access_reviews_answer_for_each_role():
         h = {'Authorization': 'Bearer ' + tok[role]} if role in tok else {}
         r = d.post(G + '/benchmarkprotocols?dryRun=All', body, headers=h)
         eq(r.status == 201, c, 'a %s may create (%r)' % (role, r))
+    # A source-limited token changes only its source's runs: not the
+    # protocol every run shares. The review says what a DELETE would meet.
+    proto = kitest.seed()['protocol']['metadata']['name']
+    for role, want_del in [('scoped', False), ('writer', True)]:
+        eq(access(apis[role], 'delete', 'benchmarkprotocols', name=proto),
+           want_del, 'may %s delete the shared protocol' % role)
+    r = d.delete(G + '/benchmarkprotocols/' + proto + '?dryRun=All',
+                 headers={'Authorization': 'Bearer ' + tok['scoped']})
+    eq(r.status, 403, 'the server agrees (%r)' % r)
     rules = client.AuthorizationV1Api(apis['reader']) \
         .create_self_subject_rules_review(client.V1SelfSubjectRulesReview(
             spec=client.V1SelfSubjectRulesReviewSpec(namespace='default')))
