@@ -24,18 +24,11 @@ propagation_ok(const char *v, api_resp *r)
 }
 
 int
-api_delete_query(const char *propagation, const char *orphan,
-	const char *grace, api_resp *r)
+api_delete_query(const char *propagation, const char *grace, api_resp *r)
 {
 	if (propagation != NULL && *propagation != '\0' &&
 	    !propagation_ok(propagation, r))
 		return KI_EINVAL;
-	if (orphan != NULL && *orphan != '\0' && strcmp(orphan, "true") != 0 &&
-	    strcmp(orphan, "false") != 0) {
-		fail(r, "orphanDependents", "invalid orphanDependents \"%.32s\": "
-		    "use true or false", orphan);
-		return KI_EINVAL;
-	}
 	if (grace != NULL && *grace != '\0') {
 		const char *s = grace + (*grace == '-');
 

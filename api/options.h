@@ -20,10 +20,11 @@ int api_delete_options(const char *body, size_t len, int max_depth,
 	api_write_opts *o, api_resp *r);
 
 /* Checks the query parameters a DELETE may carry instead of a body
- * (propagationPolicy, orphanDependents, gracePeriodSeconds; each may be
- * NULL). Returns 0, or KI_EINVAL with r filled (400). */
-int api_delete_query(const char *propagation, const char *orphan,
-	const char *grace, api_resp *r);
+ * (propagationPolicy, gracePeriodSeconds; each may be NULL; the router
+ * reads orphanDependents as a boolean). Returns 0, or KI_EINVAL with r
+ * filled (400). */
+int api_delete_query(const char *propagation, const char *grace,
+	api_resp *r);
 
 /* Do opt's preconditions hold for the stored object o (borrowed) of kind
  * k? Returns 1, or 0 with r filled (409 Conflict). */

@@ -357,10 +357,14 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	if (strcmp(req->method, "DELETE") == 0) {
 		api_write_opts wo;
 
+		int orphan;
+
+		/* orphanDependents: nothing here has dependents, so either
+		 * value is honoured; it must still be a boolean. */
 		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    bool_arg(req, "orphanDependents", &orphan, r) != 0 ||
 		    api_delete_query(req->arg(req->cls, "propagationPolicy"),
-		    req->arg(req->cls, "orphanDependents"), req->arg(req->cls,
-		    "gracePeriodSeconds"), r) != KI_OK ||
+		    req->arg(req->cls, "gracePeriodSeconds"), r) != KI_OK ||
 		    api_delete_options(req->body, req->body_len,
 		    rt->api->lim->max_depth, &wo, r) != KI_OK)
 			return;

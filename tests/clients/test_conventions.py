@@ -180,6 +180,25 @@ def a_uid_that_is_not_the_objects_is_a_conflict():
     eq(r.status, 200, 'a PUT of the object as read (%r)' % r)
 
 
+@test
+def delete_options_in_the_query_are_checked():
+    d = daemon()
+    u = G + '/benchmarkruns/' + RUN + '?dryRun=All&'
+    for q, code in [('orphanDependents=maybe', 400),
+                    ('gracePeriodSeconds=soon', 400),
+                    ('propagationPolicy=Sideways', 400),
+                    ('orphanDependents=t&gracePeriodSeconds=0&'
+                     'propagationPolicy=Orphan', 200)]:
+        r = d.delete(u + q)
+        eq(r.status, code, 'DELETE ?%s (%r)' % (q, r))
+    r = d.request('DELETE', G + '/benchmarkruns/' + RUN,
+                  body={'kind': 'DeleteOptions', 'apiVersion': 'v1',
+                        'dryRun': ['All'], 'ignoreStoreReadError': True})
+    st = kitest.status_of(r, 400, 'BadRequest')
+    check('ignoreStoreReadError' in st['message'], st['message'])
+    eq(d.get(G + '/benchmarkruns/' + RUN).status, 200, 'still there')
+
+
 def pb_field(num, data):
     """A length-delimited protobuf field (lengths under 128)."""
     return bytes([num << 3 | 2, len(data)]) + data
