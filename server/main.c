@@ -12,6 +12,8 @@
 
 #include "api/auth.h"
 #include "api/commit.h"
+#include "api/jcs.h"
+#include "api/kinds.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -179,13 +181,89 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 	return 0;
 }
 
+/* fsck: the digest of o recomputed from its content, as the by-digest
+ * endpoint serves it; 0 when it is o's. */
+static int
+fsck_digest(void *arg, const store_obj *o)
+{
+	const api_kind *k = api_kind_by_id(o->kind);
+	uint8_t got[API_DIGEST_LEN];
+	ki_buf b;
+	int bad = 1;
+
+	(void)arg;
+	if (k == NULL)
+		return 1;
+	ki_buf_init(&b);
+	ki_buf_printf(&b, "{\"apiVersion\":\"" API_GROUP_VERSION
+	    "\",\"kind\":\"%s\",\"spec\":", k->kind);
+	ki_buf_append(&b, o->json + o->spec_off, o->spec_len);
+	ki_buf_putc(&b, '}');
+	if (!b.oom && api_sha256(b.data, b.len, got) == KI_OK)
+		bad = memcmp(got, o->digest, API_DIGEST_LEN) != 0;
+	ki_buf_free(&b);
+	return bad;
+}
+
+static void
+fsck_problem(void *arg, uint64_t id, const char *what)
+{
+	(void)arg;
+	printf("object of kind %d, number %llu: %s\n", store_id_kind(id),
+	    (unsigned long long)(id & ((UINT64_C(1) << 56) - 1)), what);
+}
+
+/* kernelindexd [--data-dir DIR] fsck [--repair]: checks every stored
+ * object and the indexes that find it; exit status 0 when all is well, 1
+ * when something is damaged (or cannot be read), 2 on a usage error. */
+static int
+fsck_command(const ki_config *cfg, int argc, char **argv)
+{
+	store_options so;
+	store_verify_stats vs;
+	store *st = NULL;
+	int repair = argc == 1 && strcmp(argv[0], "--repair") == 0, rc;
+
+	if (argc > 1 || (argc == 1 && !repair)) {
+		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] fsck "
+		    "[--repair]\n");
+		return 2;
+	}
+	memset(&so, 0, sizeof(so));
+	so.map_size = cfg->map_size;
+	so.map_max = cfg->map_max;
+	so.history = cfg->history;
+	so.facets = api_store_facets;
+	so.shared = !repair;
+	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+		fprintf(stderr, "kernelindexd fsck: cannot open the store in %s: "
+		    "%s%s\n", cfg->data_dir, ki_strerror(rc), rc == KI_EBUSY ?
+		    " (--repair needs the daemon stopped)" : "");
+		return 1;
+	}
+	rc = store_verify(st, repair, fsck_digest, fsck_problem, NULL, &vs);
+	store_close(st);
+	if (rc != KI_OK) {
+		fprintf(stderr, "kernelindexd fsck: %s: the check stopped after "
+		    "%llu objects: %s\n", cfg->data_dir,
+		    (unsigned long long)vs.objects, ki_strerror(rc));
+		return 1;
+	}
+	printf("%s: %llu objects checked, %llu problems, %llu digest index "
+	    "entries repaired\n", cfg->data_dir,
+	    (unsigned long long)vs.objects, (unsigned long long)vs.problems,
+	    (unsigned long long)vs.repaired);
+	return vs.problems > 0 ? 1 : 0;
+}
+
 static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: kernelindexd [--config FILE] [--check] "
 	    "[--OPTION VALUE]...\n"
 	    "       kernelindexd [OPTIONS] token create|list|revoke ...\n"
-	    "       kernelindexd [OPTIONS] backup FILE\n\n"
+	    "       kernelindexd [OPTIONS] backup FILE\n"
+	    "       kernelindexd [OPTIONS] fsck [--repair]\n\n"
 	    "Serves the kernelindex.dev API from an embedded LMDB store.\n\n"
 	    "  --config FILE          read options from FILE (name = value)\n"
 	    "  --check                validate the configuration and exit\n"
@@ -219,7 +297,8 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
 		else if (strcmp(argv[i], "token") == 0 ||
-		    strcmp(argv[i], "backup") == 0) {
+		    strcmp(argv[i], "backup") == 0 ||
+		    strcmp(argv[i], "fsck") == 0) {
 			/* Options before "token" are the daemon's; the rest is the
 			 * subcommand's. */
 			sub = i;
@@ -287,6 +366,8 @@ main(int argc, char **argv)
 	}
 	if (sub > 0 && strcmp(argv[sub], "backup") == 0)
 		return backup_command(&cfg, sub_argc, sub_argv);
+	if (sub > 0 && strcmp(argv[sub], "fsck") == 0)
+		return fsck_command(&cfg, sub_argc, sub_argv);
 	if (sub > 0)
 		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));

@@ -72,7 +72,11 @@
  *   10 u16 flags (1: natkey and refs are in aux) | 12 u32 json_len | 16 u64 id | 24 u64 rv | 32 digest[32]
  *   64 u32 meta_off, meta_len, spec_off, spec_len, status_off, status_len
  *   88 u32 labels_len, facets_len
- *   96 name | natkey | refs | labels | facets | json
+ *   96 name | natkey | refs | labels | facets | json [| u32 crc32c]
+ * The CRC-32C (flag 2; every record written since it was added) covers
+ * everything before it, and every decode checks it: a damaged record is
+ * KI_ECORRUPT, never served (about 0.3 us for a 3.5 KB run's record with
+ * the CPU's crc32 instruction). Records of older versions have none.
  * Integers in records are host order: the file is not portable across
  * endianness, like LMDB's own.
  *
@@ -106,6 +110,7 @@
 #define REC_MAGIC 0x324f494bu /* "KIO2" */
 #define REC_HDR 96
 #define REC_AUX 1   /* natural key and refs live in the aux table */
+#define REC_SUM 2   /* the last 4 bytes: CRC-32C of the bytes before them */
 /* 5: format 3 and the tail (meta "posted"). A format-3 store has every
  * posting and count written, so it is marked 5 when opened; a format-4
  * store (a tail of postings only: its facets were counted as its objects
@@ -359,6 +364,66 @@ meta_put_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t val)
 
 /* ---- records ---- */
 
+/* CRC-32C (Castagnoli), reflected, as iSCSI and ext4 use it. */
+static uint32_t crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void
+crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+		crc_table[i] = c;
+	}
+}
+
+static uint32_t
+crc32c_sw(uint32_t c, const uint8_t *p, size_t n)
+{
+	pthread_once(&crc_once, crc_init);
+	while (n--)
+		c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+	return c;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_hw(uint32_t c, const uint8_t *p, size_t n)
+{
+	uint64_t c64 = c;
+
+	while (n >= 8) {
+		uint64_t v;
+
+		memcpy(&v, p, 8);
+		c64 = __builtin_ia32_crc32di(c64, v);
+		p += 8;
+		n -= 8;
+	}
+	c = (uint32_t)c64;
+	while (n--)
+		c = __builtin_ia32_crc32qi(c, *p++);
+	return c;
+}
+#endif
+
+static uint32_t
+crc32c(const void *data, size_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static int hw = -1;
+
+	if (hw < 0)
+		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+	if (hw)
+		return ~crc32c_hw(~0u, data, n);
+#endif
+	return ~crc32c_sw(~0u, data, n);
+}
+
 /* Decodes a record (borrowed memory) into o; *flags gets its REC_*
  * flags (NULL: the record must carry everything). */
 static int
@@ -370,20 +435,31 @@ rec_decode_flags(const void *data, size_t size, store_obj *o, int *flags)
 	size_t need;
 
 	if (size < REC_HDR)
-		return KI_ESTORE;
+		return KI_ECORRUPT;
 	memcpy(&magic, p, 4);
 	if (magic != REC_MAGIC)
-		return KI_ESTORE;
+		return KI_ECORRUPT;
 	memset(o, 0, sizeof(*o));
 	o->kind = p[4];
 	o->nrefs = p[5];
 	memcpy(&name_len, p + 6, 2);
 	memcpy(&natkey_len, p + 8, 2);
 	memcpy(&fl, p + 10, 2);
+	if (fl & REC_SUM) {
+		uint32_t sum;
+
+		if (size < REC_HDR + 4)
+			return KI_ECORRUPT;
+		size -= 4;
+		memcpy(&sum, p + size, 4);
+		if (crc32c(p, size) != sum)
+			return KI_ECORRUPT;
+		fl &= (uint16_t)~REC_SUM;
+	}
 	if (flags != NULL)
 		*flags = fl;
 	else if (fl != 0)
-		return KI_ESTORE;
+		return KI_ECORRUPT;
 	memcpy(&json_len, p + 12, 4);
 	memcpy(&o->seq, p + 16, 8);
 	memcpy(&o->rv, p + 24, 8);
@@ -393,7 +469,7 @@ rec_decode_flags(const void *data, size_t size, store_obj *o, int *flags)
 	need = REC_HDR + (size_t)name_len + natkey_len +
 	    o->nrefs * STORE_DIGEST_LEN + lf[0] + lf[1] + json_len;
 	if (need != size)
-		return KI_ESTORE;
+		return KI_ECORRUPT;
 	p += REC_HDR;
 	o->name = (const char *)p;
 	o->name_len = name_len;
@@ -420,7 +496,7 @@ rec_decode_flags(const void *data, size_t size, store_obj *o, int *flags)
 	if ((uint64_t)o->meta_off + o->meta_len > json_len ||
 	    (uint64_t)o->spec_off + o->spec_len > json_len ||
 	    (uint64_t)o->status_off + o->status_len > json_len)
-		return KI_ESTORE;
+		return KI_ECORRUPT;
 	return KI_OK;
 }
 
@@ -435,7 +511,7 @@ rec_size(const store_obj *o)
 {
 	return REC_HDR + o->name_len + o->natkey_len +
 	    o->nrefs * STORE_DIGEST_LEN + o->labels_len + o->facets_len +
-	    o->json_len;
+	    o->json_len + 4;
 }
 
 static void
@@ -447,7 +523,10 @@ rec_encode_flags(uint8_t *p, const store_obj *o, uint16_t flags)
 	uint32_t offs[6] = { o->meta_off, o->meta_len, o->spec_off,
 		o->spec_len, o->status_off, o->status_len };
 	uint32_t lf[2] = { (uint32_t)o->labels_len, (uint32_t)o->facets_len };
+	uint8_t *start = p;
+	uint32_t sum;
 
+	flags |= REC_SUM;
 	memset(p, 0, REC_HDR);
 	memcpy(p, &magic, 4);
 	p[4] = (uint8_t)o->kind;
@@ -477,6 +556,9 @@ rec_encode_flags(uint8_t *p, const store_obj *o, uint16_t flags)
 		memcpy(p, o->facets, o->facets_len);
 	p += o->facets_len;
 	memcpy(p, o->json, o->json_len);
+	p += o->json_len;
+	sum = crc32c(start, (size_t)(p - start));
+	memcpy(p, &sum, 4);
 }
 
 static void
@@ -1664,7 +1746,10 @@ store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 	put_be64(kb, id);
 	if ((rc = mdb_get(t->txn, t->s->obj, &k, &v)) != 0)
 		return map_rc(rc);
-	return obj_decode(t, NULL, v.mv_data, v.mv_size, out);
+	if ((rc = obj_decode(t, NULL, v.mv_data, v.mv_size, out)) == KI_OK &&
+	    out->seq != id)
+		rc = KI_ECORRUPT;   /* a damaged key found another record */
+	return rc;
 }
 
 /* store_get_by_seq() through cursors on the object and aux tables, for a
@@ -1680,7 +1765,10 @@ get_by_cursor(store_txn *t, MDB_cursor *obj, MDB_cursor *aux, uint64_t id,
 	put_be64(kb, id);
 	if ((rc = mdb_cursor_get(obj, &k, &v, MDB_SET_KEY)) != 0)
 		return map_rc(rc);
-	return obj_decode(t, aux, v.mv_data, v.mv_size, out);
+	if ((rc = obj_decode(t, aux, v.mv_data, v.mv_size, out)) == KI_OK &&
+	    out->seq != id)
+		rc = KI_ECORRUPT;
+	return rc;
 }
 
 int
@@ -3598,6 +3686,143 @@ store_token_count(store_txn *t, uint64_t *out)
 
 	*out = rc == 0 ? st.ms_entries : 0;
 	return map_rc(rc);
+}
+
+/* ---- verification ---- */
+
+typedef struct verify {
+	store_txn *t;
+	store_check_fn check;
+	store_problem_fn problem;
+	void *arg;
+	store_verify_stats *st;
+	int repair;
+} verify;
+
+static void
+vproblem(verify *v, uint64_t id, const char *what)
+{
+	v->st->problems++;
+	if (v->problem != NULL)
+		v->problem(v->arg, id, what);
+}
+
+/* The indexes that must find object o (id). */
+static int
+verify_object(verify *v, uint64_t id, const store_obj *o)
+{
+	uint8_t kb[1 + STORE_MAX_NATKEY];
+	MDB_val k;
+	uint64_t got;
+	int rc;
+
+	if (o->seq != id)
+		vproblem(v, id, "the record names another id");
+	k = kind_key(kb, o->kind, o->name, o->name_len);
+	rc = get_u64(v->t->txn, v->t->s->name, &k, &got);
+	if (rc != KI_OK && rc != KI_ENOTFOUND)
+		return rc;
+	if (rc != KI_OK || got != id)
+		vproblem(v, id, "its name does not find it");
+	if (o->natkey_len) {
+		k = kind_key(kb, o->kind, o->natkey, o->natkey_len);
+		rc = get_u64(v->t->txn, v->t->s->natkey, &k, &got);
+		if (rc != KI_OK && rc != KI_ENOTFOUND)
+			return rc;
+		if (rc != KI_OK)
+			vproblem(v, id, "its natural key is not indexed");
+	}
+	rc = digest_find(v->t, o->digest, &got);
+	if (rc == KI_ENOTFOUND) {
+		if (v->repair && (rc = young_add(v->t, o->digest, id)) == KI_OK)
+			v->st->repaired++;
+		else
+			vproblem(v, id, "its digest is not in the digest index");
+	} else if (rc == KI_ECORRUPT) {
+		vproblem(v, id, "its digest finds a damaged record");
+	} else if (rc != KI_OK) {
+		return rc;
+	}
+	if (v->check != NULL && v->check(v->arg, o) != 0)
+		vproblem(v, id, "its content does not match its digest");
+	return KI_OK;
+}
+
+int
+store_verify(store *s, int repair, store_check_fn check,
+	store_problem_fn problem, void *arg, store_verify_stats *out)
+{
+	verify v = { NULL, check, problem, arg, out, repair };
+	MDB_cursor *c = NULL, *aux = NULL;
+	MDB_val k, val;
+	int rc, mrc;
+
+	memset(out, 0, sizeof(*out));
+	if (repair && !s->owner)
+		return KI_EBUSY;
+	if ((rc = store_begin(s, repair, &v.t)) != KI_OK)
+		return rc;
+	if ((rc = map_rc(mdb_cursor_open(v.t->txn, s->obj, &c))) != KI_OK ||
+	    (rc = map_rc(mdb_cursor_open(v.t->txn, s->aux, &aux))) != KI_OK)
+		goto out;
+	for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0 &&
+	    rc == KI_OK; mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
+		store_obj o;
+		uint64_t id;
+		int drc;
+
+		out->objects++;
+		if (k.mv_size != 8) {
+			vproblem(&v, 0, "an object key is not 8 bytes");
+			continue;
+		}
+		id = get_be64(k.mv_data);
+		drc = obj_decode(v.t, aux, val.mv_data, val.mv_size, &o);
+		if (drc == KI_ECORRUPT || drc == KI_ESTORE) {
+			vproblem(&v, id, drc == KI_ECORRUPT ? "its record is "
+			    "damaged (checksum or structure)" : "its natural key "
+			    "and references are missing");
+			continue;
+		}
+		if (drc != KI_OK) {
+			rc = drc;
+			break;
+		}
+		rc = verify_object(&v, id, &o);
+	}
+	if (rc == KI_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = map_rc(mrc);
+	mdb_cursor_close(c);
+	c = NULL;
+	/* Every name names an object. */
+	if (rc == KI_OK &&
+	    (rc = map_rc(mdb_cursor_open(v.t->txn, s->name, &c))) == KI_OK) {
+		for (mrc = mdb_cursor_get(c, &k, &val, MDB_FIRST); mrc == 0;
+		    mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
+			MDB_val ok, ov;
+
+			if (val.mv_size != 8) {
+				vproblem(&v, 0, "a name's entry is not an id");
+				continue;
+			}
+			ok.mv_size = 8;
+			ok.mv_data = val.mv_data;
+			if (mdb_get(v.t->txn, s->obj, &ok, &ov) != 0)
+				vproblem(&v, get_be64(val.mv_data),
+				    "a name names no object");
+		}
+		if (mrc != MDB_NOTFOUND)
+			rc = map_rc(mrc);
+	}
+out:
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if (aux != NULL)
+		mdb_cursor_close(aux);
+	if (rc == KI_OK && repair && out->repaired > 0)
+		return store_commit(v.t);
+	store_abort(v.t);
+	return rc;
 }
 
 int

@@ -243,6 +243,27 @@ int store_token_count(store_txn *t, uint64_t *out);
  * while writes continue (LMDB's mdb_env_copyfd2 with MDB_CP_COMPACT). */
 int store_backup_fd(store *s, int fd);
 
+/* store_verify: a problem found, with the id of the object concerned (0:
+ * none) and a description (static text). */
+typedef void (*store_problem_fn)(void *arg, uint64_t id, const char *what);
+/* The caller's own check of an object (its digest recomputed from its
+ * content): 0 when it holds. */
+typedef int (*store_check_fn)(void *arg, const store_obj *o);
+typedef struct store_verify_stats {
+	uint64_t objects;    /* records walked */
+	uint64_t problems;   /* reported to problem() */
+	uint64_t repaired;   /* digest index entries written back */
+} store_verify_stats;
+/* Walks every object: its record must decode and pass its checksum, its
+ * name and natural key must find it, its digest must find it (or an
+ * earlier object with the same content), and check (when not NULL) must
+ * hold; every name must name an object. Each failure goes to problem.
+ * With repair, an object missing from the digest index is put back (only
+ * by the owner of the store: KI_EBUSY while a daemon holds it). Returns
+ * KI_OK when the walk completed, whatever it found. */
+int store_verify(store *s, int repair, store_check_fn check,
+	store_problem_fn problem, void *arg, store_verify_stats *out);
+
 /* Statistics for /metrics. */
 typedef struct store_stats {
 	uint64_t map_size, map_used, page_size, entries;
