@@ -25,6 +25,19 @@
 #include "server/watch.h"
 #include "store/store.h"
 
+/* The store's log hook: its lines go to the daemon's log. */
+static void
+store_log(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level == STORE_LOG_ERROR)
+		log_error("%s", msg);
+	else if (level == STORE_LOG_WARN)
+		log_warn("%s", msg);
+	else
+		log_info("%s", msg);
+}
+
 static double
 wall_now(void)
 {
@@ -82,6 +95,7 @@ token_command(const ki_config *cfg, int argc, char **argv)
 		}
 	}
 	memset(&so, 0, sizeof(so));
+	so.log = store_log;
 	so.map_size = cfg->map_size;
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
@@ -150,6 +164,7 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	memset(&so, 0, sizeof(so));
+	so.log = store_log;
 	so.map_size = cfg->map_size;
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
@@ -230,6 +245,7 @@ fsck_command(const ki_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	memset(&so, 0, sizeof(so));
+	so.log = store_log;
 	so.map_size = cfg->map_size;
 	so.map_max = cfg->map_max;
 	so.history = cfg->history;
@@ -382,6 +398,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	memset(&so, 0, sizeof(so));
+	so.log = store_log;
 	so.map_size = cfg.map_size;
 	so.map_max = cfg.map_max;
 	so.history = cfg.history;

@@ -41,7 +41,19 @@ typedef struct store_txn store_txn;
 typedef int (*store_facets_fn)(int kind, const char *labels,
 	size_t labels_len, ki_buf *out);
 
+/* The store never writes a log itself: what an operator should hear of
+ * (a recovery, a damaged log, a failed checkpoint) goes to this hook, if
+ * set, as one line without a newline (as SQLite's sqlite3_log). */
+enum store_log_level {
+	STORE_LOG_ERROR = 0,
+	STORE_LOG_WARN = 1,
+	STORE_LOG_INFO = 2,
+};
+typedef void (*store_log_fn)(void *arg, int level, const char *msg);
+
 typedef struct store_options {
+	store_log_fn log;      /* NULL: nothing is reported */
+	void *log_arg;
 	uint64_t map_size;     /* bytes of address space for the map */
 	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
 	uint64_t history;      /* events kept for watch and resume */
