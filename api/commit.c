@@ -123,7 +123,7 @@ loop(void *arg)
 			if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) ==
 			    ETIMEDOUT && c->head == NULL && !c->stop) {
 				pthread_mutex_unlock(&c->mu);
-				store_checkpoint(c->s);
+				store_idle(c->s);
 				pthread_mutex_lock(&c->mu);
 			}
 		}

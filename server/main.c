@@ -23,11 +23,12 @@
 #include "server/router.h"
 #include "server/verifier.h"
 #include "server/watch.h"
+#include "store/lmdb.h"
 #include "store/store.h"
 
 /* The store's log hook: its lines go to the daemon's log. */
 static void
-store_log(void *arg, int level, const char *msg)
+daemon_store_log(void *arg, int level, const char *msg)
 {
 	(void)arg;
 	if (level == STORE_LOG_ERROR)
@@ -70,6 +71,7 @@ token_command(const ki_config *cfg, int argc, char **argv)
 {
 	const char *role = NULL, *source = NULL, *prefix = NULL, *desc = NULL;
 	store_options so;
+	store_lmdb_options lo;
 	store *st = NULL;
 	int rc;
 
@@ -95,13 +97,14 @@ token_command(const ki_config *cfg, int argc, char **argv)
 		}
 	}
 	memset(&so, 0, sizeof(so));
-	so.log = store_log;
-	so.map_size = cfg->map_size;
-	so.map_max = cfg->map_max;
+	so.log = daemon_store_log;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = cfg->map_size;
+	lo.map_max = cfg->map_max;
 	so.history = cfg->history;
 	so.facets = api_store_facets;
 	so.shared = 1;
-	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
@@ -156,6 +159,7 @@ static int
 backup_command(const ki_config *cfg, int argc, char **argv)
 {
 	store_options so;
+	store_lmdb_options lo;
 	store *st = NULL;
 	int fd, rc;
 
@@ -164,13 +168,14 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	memset(&so, 0, sizeof(so));
-	so.log = store_log;
-	so.map_size = cfg->map_size;
-	so.map_max = cfg->map_max;
+	so.log = daemon_store_log;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = cfg->map_size;
+	lo.map_max = cfg->map_max;
 	so.history = cfg->history;
 	so.facets = api_store_facets;
 	so.shared = 1;
-	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
@@ -182,7 +187,7 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
-	rc = store_backup_fd(st, fd);
+	rc = store_lmdb_backup_fd(st, fd);
 	if (rc == KI_OK && fsync(fd) != 0)
 		rc = KI_EIO;
 	close(fd);
@@ -235,6 +240,7 @@ static int
 fsck_command(const ki_config *cfg, int argc, char **argv)
 {
 	store_options so;
+	store_lmdb_options lo;
 	store_verify_stats vs;
 	store *st = NULL;
 	int repair = argc == 1 && strcmp(argv[0], "--repair") == 0, rc;
@@ -245,13 +251,14 @@ fsck_command(const ki_config *cfg, int argc, char **argv)
 		return 2;
 	}
 	memset(&so, 0, sizeof(so));
-	so.log = store_log;
-	so.map_size = cfg->map_size;
-	so.map_max = cfg->map_max;
+	so.log = daemon_store_log;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = cfg->map_size;
+	lo.map_max = cfg->map_max;
 	so.history = cfg->history;
 	so.facets = api_store_facets;
 	so.shared = !repair;
-	if ((rc = store_open(&st, cfg->data_dir, &so)) != KI_OK) {
+	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
 		fprintf(stderr, "kernelindexd fsck: cannot open the store in %s: "
 		    "%s%s\n", cfg->data_dir, ki_strerror(rc), rc == KI_EBUSY ?
 		    " (--repair needs the daemon stopped)" : "");
@@ -299,6 +306,7 @@ main(int argc, char **argv)
 	char **sub_argv = NULL;
 	store *st = NULL;
 	store_options so;
+	store_lmdb_options lo;
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
@@ -398,13 +406,14 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	memset(&so, 0, sizeof(so));
-	so.log = store_log;
-	so.map_size = cfg.map_size;
-	so.map_max = cfg.map_max;
+	so.log = daemon_store_log;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = cfg.map_size;
+	lo.map_max = cfg.map_max;
 	so.history = cfg.history;
 	so.facets = api_store_facets;
 	so.nosync = !cfg.sync;
-	if ((rc = store_open(&st, cfg.data_dir, &so)) != KI_OK) {
+	if ((rc = store_lmdb_open(&st, cfg.data_dir, &so, &lo)) != KI_OK) {
 		log_error("cannot open the store in %s: %s", cfg.data_dir,
 		    ki_strerror(rc));
 		return 1;

@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 #include "api/kinds.h"
 #include "api/table.h"
+#include "store/lmdb.h"
 #include "store/store.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
@@ -363,7 +364,7 @@ metrics(router *rt, api_resp *r)
 	static const char *const classes[] = { "other", "1xx", "2xx", "3xx",
 		"4xx", "5xx" };
 	server_metrics *m = rt->metrics;
-	store_stats ss;
+	store_lmdb_stats ss;
 	ki_buf *b = &r->body;
 
 	ki_buf_puts(b, "# HELP kernelindex_http_requests_total HTTP requests "
@@ -436,7 +437,7 @@ metrics(router *rt, api_resp *r)
 	    "kernelindex_bundle_parts_remembered_total counter\n"
 	    "kernelindex_bundle_parts_remembered_total %llu\n",
 	    (unsigned long long)api_part_hits());
-	if (store_stat(rt->api->st, &ss) == KI_OK)
+	if (store_lmdb_stat(rt->api->st, &ss) == KI_OK)
 		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
 		    "# TYPE kernelindex_store_map_bytes gauge\n"
 		    "kernelindex_store_map_bytes %llu\n"
@@ -697,7 +698,7 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		json_object_put(o);
 		return;
 	}
-	rc = store_backup_fd(rt->api->st, fd);
+	rc = store_lmdb_backup_fd(rt->api->st, fd);
 	if (rc == KI_OK && fsync(fd) != 0)
 		rc = KI_EIO;
 	if (rc == KI_OK && fstat(fd, &sb) != 0)

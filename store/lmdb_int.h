@@ -96,6 +96,7 @@
 #ifndef STORE_LMDB_INT_H
 #define STORE_LMDB_INT_H
 
+#include "store/lmdb.h"
 #include "store/store.h"
 
 #include "lib/thread.h"
@@ -149,6 +150,9 @@
  * store_options); a write that would take the log past WAL_MAX waits for
  * the checkpoint in flight and starts one. */
 #define CKPT_BYTES (UINT64_C(1) << 20)
+/* The map's defaults (store_lmdb_options). */
+#define MAP_DEFAULT (UINT64_C(1) << 30)
+#define MAP_MAX_DEFAULT (UINT64_C(256) << 30)
 #define CKPT_NS INT64_C(50000000)
 #define WAL_MAX (UINT64_C(64) << 20)
 /* Objects whose postings wait in the tail (see above). */

@@ -461,6 +461,15 @@ store_free(store *s)
 int
 store_open(store **out, const char *dir, const store_options *opt)
 {
+	return store_lmdb_open(out, dir, opt, NULL);
+}
+
+int
+store_lmdb_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo)
+{
+	static const store_lmdb_options dflt;
+	uint64_t map_size, map_max;
 	store *s;
 	MDB_txn *txn = NULL;
 	MDB_dbi old;
@@ -481,17 +490,21 @@ store_open(store **out, const char *dir, const store_options *opt)
 	s->log = opt->log;
 	s->log_arg = opt->log_arg;
 	s->history = opt->history ? opt->history : 100000;
-	s->convert_batch = opt->convert_batch ? opt->convert_batch :
+	if (lo == NULL)
+		lo = &dflt;
+	map_size = lo->map_size ? lo->map_size : MAP_DEFAULT;
+	map_max = lo->map_max ? lo->map_max : MAP_MAX_DEFAULT;
+	s->convert_batch = lo->convert_batch ? lo->convert_batch :
 	    CONVERT_DIGESTS;
 	s->nosync = opt->nosync;
 	s->facets = opt->facets;
-	s->ckpt_bytes = opt->checkpoint_bytes ? opt->checkpoint_bytes :
+	s->ckpt_bytes = lo->checkpoint_bytes ? lo->checkpoint_bytes :
 	    CKPT_BYTES;
-	s->ckpt_every_ns = opt->checkpoint_ms ?
-	    (int64_t)opt->checkpoint_ms * 1000000 : CKPT_NS;
-	s->map_max = opt->map_max > opt->map_size ? opt->map_max : opt->map_size;
-	s->young_max = opt->digest_young ? opt->digest_young : YOUNG_MAX;
-	s->yread_min = opt->young_read_min ? opt->young_read_min : YREAD_MIN;
+	s->ckpt_every_ns = lo->checkpoint_ms ?
+	    (int64_t)lo->checkpoint_ms * 1000000 : CKPT_NS;
+	s->map_max = map_max > map_size ? map_max : map_size;
+	s->young_max = lo->digest_young ? lo->digest_young : YOUNG_MAX;
+	s->yread_min = lo->young_read_min ? lo->young_read_min : YREAD_MIN;
 	pthread_rwlock_init(&s->dm.lk, NULL);
 	{
 		pthread_rwlockattr_t a;
@@ -515,7 +528,7 @@ store_open(store **out, const char *dir, const store_options *opt)
 		rc = KI_EBUSY;
 		goto fail;
 	}
-	if ((rc = open_recovering(s, dir, opt->map_size, h, &replay, &file)) !=
+	if ((rc = open_recovering(s, dir, map_size, h, &replay, &file)) !=
 	    0)
 		goto fail;
 	mdb_reader_check(s->env, &dead);
@@ -624,7 +637,7 @@ fail:
 }
 
 int
-store_checkpoint(store *s)
+store_idle(store *s)
 {
 	MDB_txn *txn;
 	int rc;
@@ -663,7 +676,7 @@ close_store(store *s, int crash)
 }
 
 void
-store_crash(store *s)
+store_lmdb_crash(store *s)
 {
 	close_store(s, 1);
 }

@@ -38,6 +38,20 @@ lm_slog(const store *s, int level, const char *fmt, ...)
 	s->log(s->log_arg, level, line);
 }
 
+void
+store_log(const store *s, int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (s->log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	s->log(s->log_arg, level, line);
+}
+
 /* A write that failed with KI_ESTORE or KI_EIO while the store's file
  * system has (nearly) no space left failed for want of it: LMDB reports a
  * short write as EIO, not ENOSPC. */

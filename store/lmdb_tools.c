@@ -6,7 +6,7 @@
 /* ---- statistics, tokens, backup ---- */
 
 int
-store_stat(store *s, store_stats *out)
+store_lmdb_stat(store *s, store_lmdb_stats *out)
 {
 	MDB_envinfo info;
 	MDB_stat st;
@@ -241,7 +241,7 @@ out:
 }
 
 int
-store_backup_fd(store *s, int fd)
+store_lmdb_backup_fd(store *s, int fd)
 {
 	return lm_map_rc(mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT));
 }

@@ -54,33 +54,17 @@ typedef void (*store_log_fn)(void *arg, int level, const char *msg);
 typedef struct store_options {
 	store_log_fn log;      /* NULL: nothing is reported */
 	void *log_arg;
-	uint64_t map_size;     /* bytes of address space for the map */
-	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
 	uint64_t history;      /* events kept for watch and resume */
-	int nosync;            /* tests only: skip fsync at commit */
+	int nosync;            /* tests only: a commit need not be durable */
 	/* Open even while another process (a running daemon) owns the
-	 * store (the admin commands): commits then go to the redo log's
-	 * redo.side, synced, and no checkpoint is taken. */
+	 * store (the admin commands): its writes are made durable on their
+	 * own, and the store's background work is left to the owner. */
 	int shared;
-	/* A checkpoint once the redo log holds this many bytes or this
-	 * many ms have passed since the last (0: 1 MiB, 50 ms). */
-	uint64_t checkpoint_bytes;
-	uint64_t checkpoint_ms;
-	/* When set, records do not carry their facets (they are a function
-	 * of kind and labels): the store computes them whenever a put leaves
-	 * store_obj.facets empty and when it unindexes an object, which keeps
-	 * a run's record within one page. */
+	/* When set, records need not carry their facets (they are a
+	 * function of kind and labels): the store computes them whenever a
+	 * put leaves store_obj.facets empty and when it unindexes an
+	 * object. */
 	store_facets_fn facets;
-	/* Entries per transaction when an older store's tables are copied
-	 * into a newer layout at open (0: the default; tests make it small
-	 * to cross batch boundaries). */
-	size_t convert_batch;
-	/* Digests the young part of the digest index holds before it is
-	 * merged into the main one (0: the default; tests make it small). */
-	size_t digest_young;
-	/* Entries from which a young table is read by several threads at
-	 * once (0: the default; tests make it small). */
-	size_t young_read_min;
 } store_options;
 
 enum store_event_type {
@@ -251,10 +235,6 @@ int store_token_list(store_txn *t, store_token_fn fn, void *arg);
 /* Number of tokens (0: none configured). */
 int store_token_count(store_txn *t, uint64_t *out);
 
-/* Writes a consistent, compacted copy of the store to fd (a data.mdb file)
- * while writes continue (LMDB's mdb_env_copyfd2 with MDB_CP_COMPACT). */
-int store_backup_fd(store *s, int fd);
-
 /* store_verify: a problem found, with the id of the object concerned (0:
  * none) and a description (static text). */
 typedef void (*store_problem_fn)(void *arg, uint64_t id, const char *what);
@@ -266,32 +246,24 @@ typedef struct store_verify_stats {
 	uint64_t problems;   /* reported to problem() */
 	uint64_t repaired;   /* digest index entries written back */
 } store_verify_stats;
-/* Walks every object: its record must decode and pass its checksum, its
- * name and natural key must find it, its digest must find it (or an
- * earlier object with the same content), and check (when not NULL) must
- * hold; every name must name an object. Each failure goes to problem.
- * With repair, an object missing from the digest index is put back (only
- * by the owner of the store: KI_EBUSY while a daemon holds it). Returns
- * KI_OK when the walk completed, whatever it found. */
+/* Walks every object: its record must be whole (the backend's own
+ * checksum), its name and natural key must find it, its digest must find
+ * it (or an earlier object with the same content), and check (when not
+ * NULL) must hold; every name must name an object. Each failure goes to
+ * problem. With repair, an object missing from the digest index is put
+ * back (only by the owner of the store: KI_EBUSY while a daemon holds
+ * it). Returns KI_OK when the walk completed, whatever it found. */
 int store_verify(store *s, int repair, store_check_fn check,
 	store_problem_fn problem, void *arg, store_verify_stats *out);
 
-/* Statistics for /metrics. */
-typedef struct store_stats {
-	uint64_t map_size, map_used, page_size, entries;
-	uint64_t log_bytes;     /* redo log written since the last checkpoint */
-	uint64_t checkpoints;   /* taken since open */
-	uint64_t recovered;     /* transactions applied from the log at open */
-} store_stats;
-int store_stat(store *s, store_stats *out);
+/* The committer (or any caller) has seen no write for a while: the
+ * store may do its background work now (the LMDB backend: a checkpoint,
+ * so that a restart has little to apply). */
+int store_idle(store *s);
 
-/* Starts a checkpoint in the background if the redo log holds anything and
- * none is in flight (the committer calls it when idle, so that a restart
- * has little to apply). */
-int store_checkpoint(store *s);
-
-/* Tests only: closes the store as a crash would leave it, without the
- * final checkpoint, so that the next open recovers from the log. */
-void store_crash(store *s);
+/* Reports one line through the store's log hook (store_options.log), for
+ * the store's own parts (the group committer). */
+void store_log(const store *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

@@ -35,7 +35,6 @@ setup(void)
 	store_options o;
 
 	memset(&o, 0, sizeof(o));
-	o.map_size = 64u << 20;
 	o.nosync = 1;
 	o.facets = api_store_facets;
 	if ((dir = tests_tmpdir()) == NULL || store_open(&st, dir, &o) != KI_OK)

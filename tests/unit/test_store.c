@@ -11,11 +11,15 @@
 #include <unistd.h>
 
 #include "api/commit.h"
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "store/wal.h"
 #include "tests/unit/tests.h"
 
 static const store_obj fin = { .json = "{}", .json_len = 2 };
+
+/* The LMDB tuning of the next tsopen(): opts() resets it. */
+static store_lmdb_options lo;
 
 static store_options
 opts(uint64_t map)
@@ -23,10 +27,17 @@ opts(uint64_t map)
 	store_options o;
 
 	memset(&o, 0, sizeof(o));
-	o.map_size = map;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = map;
 	o.history = 1000;
 	o.nosync = 1;
 	return o;
+}
+
+static int
+tsopen(store **s, const char *dir, const store_options *o)
+{
+	return store_lmdb_open(s, dir, o, &lo);
 }
 
 /* Puts kind/name with a digest made of one byte and a small JSON body. */
@@ -67,7 +78,7 @@ test_put_get(void)
 	uint8_t d[32];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(store_rv(t), 0);
 	CU_ASSERT_EQUAL(put(t, 1, "alpha", 0xaa, "src\x1f" "row1", NULL, 0), KI_OK);
@@ -99,7 +110,7 @@ test_put_get(void)
 	store_close(s);
 
 	/* Everything survives a reopen. */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	CU_ASSERT_EQUAL(store_rv(t), 2);
 	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "alpha", 5, &ob), KI_OK);
@@ -118,7 +129,7 @@ test_abort_discards(void)
 	store_txn *t;
 	store_obj ob;
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "gone", 1, NULL, NULL, 0), KI_OK);
 	store_abort(t);
@@ -183,7 +194,7 @@ test_list_and_delete(void)
 	names a;
 	uint64_t count;
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "c", 3, NULL, NULL, 0), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "a", 1, NULL, NULL, 0), KI_OK);
@@ -275,7 +286,7 @@ test_events_and_refs(void)
 
 	memset(refs, 0x11, 32);
 	memset(refs + 32, 0x22, 32);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "r1", 0x31, NULL, refs, 2), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "r2", 0x32, NULL, refs + 32, 1), KI_OK);
@@ -317,7 +328,7 @@ test_history_trimmed(void)
 	char name[16];
 
 	o.history = 100;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	for (int i = 0; i < 250; i++) {
 		snprintf(name, sizeof(name), "n%03d", i);
@@ -347,7 +358,7 @@ test_map_full(void)
 	char name[32];
 	int rc = KI_OK, i;
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put(t, 1, "first", 1, NULL, NULL, 0), KI_OK);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
@@ -378,12 +389,12 @@ test_map_grows(void)
 	store_options o = opts(1u << 20);
 	store *s;
 	store_txn *t;
-	store_stats st;
+	store_lmdb_stats st;
 	char name[32];
 	int rc = KI_OK, i;
 
-	o.map_max = 8u << 20;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	lo.map_max = 8u << 20;
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	/* One write transaction each, as requests do: growth happens between
 	 * them, until the maximum; then writes fail and reads go on. */
 	for (i = 0; i < 200000 && rc == KI_OK; i++) {
@@ -398,7 +409,7 @@ test_map_grows(void)
 			store_abort(t);
 	}
 	CU_ASSERT_EQUAL(rc, KI_EFULL);
-	CU_ASSERT_EQUAL(store_stat(s, &st), KI_OK);
+	CU_ASSERT_EQUAL(store_lmdb_stat(s, &st), KI_OK);
 	CU_ASSERT_EQUAL(st.map_size, 8u << 20);
 	/* Far more than a 1 MiB map holds were written. */
 	CU_ASSERT(i > 100);
@@ -455,7 +466,7 @@ test_index_queries(void)
 	(void)gpu_h;
 	memset(r1, 0x51, sizeof(r1));
 	memset(r2, 0x52, sizeof(r2));
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put_labeled(t, "x1", L("gpu\0a100\0kernel\0emb\0"), r1,
 	    "{1}"), KI_OK);
@@ -757,7 +768,7 @@ test_tail_postings(void)
 	memset(&m, 0, sizeof(m));
 	for (int i = 0; i < TL_N; i++)
 		m.kind[i] = i % 7 == 3 ? 2 : 1;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	while (n < TL_N) {
 		/* One object at a time, then groups, then 150 at once. */
 		int take = step < 70 ? 1 : step < 80 ? 9 : 150;
@@ -793,11 +804,11 @@ test_tail_postings(void)
 		step++;
 	}
 	store_close(s);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	/* Objects put one at a time after a checkpoint, then a crash: the
 	 * log's replay rebuilds the same answers. */
-	CU_ASSERT_EQUAL(store_checkpoint(s), KI_OK);
+	CU_ASSERT_EQUAL(store_idle(s), KI_OK);
 	for (int i = 0; i < 100; i++) {
 		int j = (i * 37) % TL_N;
 
@@ -806,8 +817,8 @@ test_tail_postings(void)
 		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	}
 	tl_check(s, &m, n);
-	store_crash(s);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	store_lmdb_crash(s);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	store_close(s);
 	tests_rmdir(dir);
@@ -957,7 +968,7 @@ test_history_trimmed_in_runs(void)
 	uint64_t first = 0, count = 0;
 
 	o.history = 100;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	for (int b = 0; b < 20; b++) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 		for (int i = 0; i < 100; i++) {
@@ -1138,9 +1149,9 @@ test_digest_young(void)
 	int gone[3] = { 5, 280, 298 };
 	long young, main;
 
-	o.digest_young = 64;
-	o.young_read_min = 8;   /* tables read by several threads at open */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	lo.digest_young = 64;
+	lo.young_read_min = 8;   /* tables read by several threads at open */
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	for (int i = 0; i < 300; i += 3) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 		for (int j = i; j < i + 3; j++) {
@@ -1165,7 +1176,7 @@ test_digest_young(void)
 		}
 		if ((i % 45 == 0 && (i < 60 || i > 150)) || i == 201) {
 			store_close(s);
-			CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+			CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 			td_check(s, i + 3, -1);
 		}
 	}
@@ -1190,8 +1201,8 @@ test_digest_young(void)
 	}
 	td_check_gone(s, 450, gone, 3);
 	/* A crash: the log brings back what the checkpoint lacks. */
-	store_crash(s);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	store_lmdb_crash(s);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	td_check_gone(s, 450, gone, 3);
 	store_close(s);
 	young = tl_count(dir, "young0") + tl_count(dir, "young1");
@@ -1219,7 +1230,7 @@ test_digest_prefixes(void)
 	uint8_t d[32];
 	char name[16];
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	for (int i = 0; i < 30; i++) {
 		td_digest(i, d);
@@ -1232,7 +1243,7 @@ test_digest_prefixes(void)
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	td_check(s, 30, -1);
 	store_close(s);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	td_check(s, 30, -1);
 	/* Deleting d5 (one of three sharing 8 bytes) leaves d3 and d4. */
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
@@ -1343,8 +1354,8 @@ test_digests_from_format5(void)
 	uint8_t d[32];
 	char name[16];
 
-	o.convert_batch = 7;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	lo.convert_batch = 7;
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	for (int i = 0; i < 50; i++) {
 		td_digest(i, d);
@@ -1357,12 +1368,12 @@ test_digests_from_format5(void)
 	CU_ASSERT_EQUAL(tl_format(dir), 5);
 	CU_ASSERT_EQUAL(tl_has_table(dir, "digest"), 1);
 	CU_ASSERT_EQUAL(tl_has_table(dir, "digest8"), 0);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	td_check(s, 50, -1);
 	store_close(s);
 	CU_ASSERT_EQUAL(tl_format(dir), 7);
 	CU_ASSERT_EQUAL(tl_has_table(dir, "digest"), 0);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	td_check(s, 50, -1);
 	store_close(s);
 	tests_rmdir(dir);
@@ -1385,7 +1396,7 @@ test_tail_from_format4(void)
 	memset(&m, 0, sizeof(m));
 	for (int i = 0; i < TL_N; i++)
 		m.kind[i] = i % 5 == 2 ? 2 : 1;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	/* 64 posted, then a tail of 20. */
 	for (; n < 84; n++) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
@@ -1394,7 +1405,7 @@ test_tail_from_format4(void)
 	}
 	store_close(s);
 	CU_ASSERT_EQUAL_FATAL(tl_make_format4(dir, &m, 64, 84), 0);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	for (; n < 120; n++) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
@@ -1423,7 +1434,7 @@ test_tail_from_format3(void)
 	memset(&m, 0, sizeof(m));
 	for (int i = 0; i < TL_N; i++)
 		m.kind[i] = 1;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	/* TAIL_MAX objects in one transaction: its commit writes every
 	 * posting, which is what a format-3 store has. */
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
@@ -1432,7 +1443,7 @@ test_tail_from_format3(void)
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	store_close(s);
 	CU_ASSERT_EQUAL_FATAL(tl_make_format3(dir), 0);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	for (; n < 100; n++) {
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
@@ -1444,7 +1455,7 @@ test_tail_from_format3(void)
 	/* Marked 6 (5 was the tail): an older kernelindexd would miss the
 	 * tail. */
 	CU_ASSERT_EQUAL(tl_format(dir), 7);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	tl_check(s, &m, n);
 	store_close(s);
 	tests_rmdir(dir);
@@ -1463,7 +1474,7 @@ test_event_states(void)
 	evs e;
 	store_obj gone = { .json = "{del}", .json_len = 5 };
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put_labeled(t, "v", NULL, 0, NULL, "{one}"), KI_OK);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
@@ -1488,7 +1499,7 @@ test_event_states(void)
 	store_abort(t);
 	store_close(s);
 	/* The kept states survive a reopen. */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	memset(&e, 0, sizeof(e));
 	CU_ASSERT_EQUAL(store_events_since(t, 1, on_event, &e), KI_OK);
@@ -1541,7 +1552,7 @@ test_facets_recomputed(void)
 	store_obj gone = { .json = "{}", .json_len = 2 };
 
 	o.facets = value_facets;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	CU_ASSERT_EQUAL(put_labeled(t, "f1", L("gpu\0a100\0"), NULL, "{1}"), KI_OK);
 	CU_ASSERT_EQUAL(put_labeled(t, "f2", L("gpu\0a100\0"), NULL, "{2}"), KI_OK);
@@ -1588,7 +1599,7 @@ test_facets_recomputed(void)
 		store_abort(t);
 		/* After a restart, ids go on from the last one stored. */
 		store_close(s);
-		CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 		CU_ASSERT_EQUAL(put_labeled(t, "f6", L("gpu\0h100\0"), NULL, "{6}"),
 		    KI_OK);
@@ -1715,7 +1726,7 @@ test_group_commit_rerun(void)
 	store *s;
 	api_committer *c;
 
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, s, 0, NULL, NULL), KI_OK);
 	{
 		/* a, b and c share a batch; b writes, then fails. */
@@ -1829,7 +1840,7 @@ wl_side_write(const char *dir)
 
 		o.nosync = 0;
 		o.shared = 1;
-		if (store_open(&s, dir, &o) != KI_OK)
+		if (tsopen(&s, dir, &o) != KI_OK)
 			_exit(2);
 		rc = store_begin(s, 1, &t) == KI_OK &&
 		    store_token_put(t, wl_side, "{\"side\":1}", 10) == KI_OK &&
@@ -1850,16 +1861,16 @@ wl_verify(const char *dir, const uint8_t *want, int token, uint64_t recovered)
 	store_options o = opts(64u << 20);
 	store *s;
 	store_txn *t;
-	store_stats st;
+	store_lmdb_stats st;
 
-	o.checkpoint_ms = 3600000;
+	lo.checkpoint_ms = 3600000;
 	uint64_t count, n = 0;
 	const char *tv;
 	size_t tl;
 
 	o.nosync = 0;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
-	CU_ASSERT_EQUAL(store_stat(s, &st), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL(store_lmdb_stat(s, &st), KI_OK);
 	CU_ASSERT_EQUAL(st.recovered, recovered);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
 	for (int i = 0; i < WL_N; i++) {
@@ -2017,7 +2028,7 @@ test_redo_log_recovery(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	/* The open's checkpoint is the one a crash goes back to: no other
 	 * starts while the test writes, however slowly it runs. */
-	o.checkpoint_ms = 3600000;
+	lo.checkpoint_ms = 3600000;
 	snprintf(mdb, sizeof(mdb), "%s/data.mdb", dir);
 	snprintf(log[0], sizeof(log[0]), "%s/redo.0", dir);
 	snprintf(log[1], sizeof(log[1]), "%s/redo.1", dir);
@@ -2025,7 +2036,7 @@ test_redo_log_recovery(void)
 	memset(want, 0, sizeof(want));
 	o.nosync = 0;
 	/* Ten objects, a clean close; a copy of that file for later. */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	for (; next < 10; next++)
 		wl_put(t, want, next, (uint8_t)(next % 250 + 1));
@@ -2034,13 +2045,13 @@ test_redo_log_recovery(void)
 	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &early, &early_len), 0);
 	/* Forty more; then the open's checkpoint is the state a crash goes
 	 * back to: a copy of the file as it is then. */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	for (; next < 50; next++)
 		wl_put(t, want, next, (uint8_t)(next % 250 + 1));
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	store_close(s);
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &snap, &snap_len), 0);
 	/* Forty logged transactions: new objects, replacements, deletes, a
 	 * token; the last one only puts r299. */
@@ -2069,7 +2080,7 @@ test_redo_log_recovery(void)
 		if (x == 30)   /* logged in redo.side, between two of ours */
 			CU_ASSERT_EQUAL(wl_side_write(dir), 0);
 	}
-	store_crash(s);
+	store_lmdb_crash(s);
 	CU_ASSERT_EQUAL_FATAL(slurp(mdb, &cur, &cur_len), 0);
 	for (int f = 0; f < 3; f++)
 		CU_ASSERT_EQUAL_FATAL(slurp(log[f], &logd[f], &wal_len[f]), 0);
@@ -2155,11 +2166,11 @@ test_redo_log_recovery(void)
 	wl_verify(dir, want, 0, 0);
 	/* ...nor after the next crash: a new write, then recovery applies it
 	 * alone, not what the replaced file's log held after it. */
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
 	wl_put(t, want, WL_N - 1, 77);
 	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
-	store_crash(s);
+	store_lmdb_crash(s);
 	wl_verify(dir, want, 0, 1);
 
 	free(m);

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "store/wal.h"
 #include "tests/unit/tests.h"
@@ -80,19 +81,29 @@ flip(const char *dir, const char *name, uint64_t off, uint8_t mask)
 	return rc;
 }
 
+/* The LMDB tuning of the next iopen(): iopts() resets it. */
+static store_lmdb_options ilo;
+
 static store_options
 iopts(void)
 {
 	store_options o;
 
 	memset(&o, 0, sizeof(o));
-	o.map_size = 16u << 20;
+	memset(&ilo, 0, sizeof(ilo));
+	ilo.map_size = 16u << 20;
 	o.history = 1000;
 	o.nosync = 1;
 	/* No checkpoint but the open's: every write stays in the log. */
-	o.checkpoint_bytes = UINT64_C(1) << 40;
-	o.checkpoint_ms = UINT64_C(1) << 40;
+	ilo.checkpoint_bytes = UINT64_C(1) << 40;
+	ilo.checkpoint_ms = UINT64_C(1) << 40;
 	return o;
+}
+
+static int
+iopen(store **s, const char *dir, const store_options *o)
+{
+	return store_lmdb_open(s, dir, o, &ilo);
 }
 
 static int
@@ -161,7 +172,7 @@ open_count(const char *dir, uint64_t *n, int *prefix)
 
 	*n = 0;
 	*prefix = 1;
-	if ((rc = store_open(&s, dir, &o)) != KI_OK)
+	if ((rc = iopen(&s, dir, &o)) != KI_OK)
 		return rc;
 	if (store_begin(s, 0, &t) == KI_OK) {
 		(void)store_count(t, 1, n);
@@ -188,7 +199,7 @@ crashed_store(const char *dir, int n)
 	char name[16];
 	lrecs r;
 
-	if (store_open(&s, dir, &o) != KI_OK)
+	if (iopen(&s, dir, &o) != KI_OK)
 		return NULL;
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "w%d", i);
@@ -197,7 +208,7 @@ crashed_store(const char *dir, int n)
 		CU_ASSERT_EQUAL(put_named(t, name, (uint8_t)(i + 1)), KI_OK);
 		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
 	}
-	store_crash(s);
+	store_lmdb_crash(s);
 	log_records(dir, "redo.0", &r);
 	if (r.n == (size_t)n)
 		return "redo.0";
@@ -387,11 +398,11 @@ test_disk_full(void)
 		return;
 	}
 	snprintf(sub, sizeof(sub), "%s/store", dir);
-	o.map_size = 64u << 20;   /* the disk fills first, not the map */
+	ilo.map_size = 64u << 20;   /* the disk fills first, not the map */
 	o.nosync = 0;
-	o.checkpoint_bytes = 0;
-	o.checkpoint_ms = 0;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, sub, &o), KI_OK);
+	ilo.checkpoint_bytes = 0;
+	ilo.checkpoint_ms = 0;
+	CU_ASSERT_EQUAL_FATAL(iopen(&s, sub, &o), KI_OK);
 	for (int i = 0; i < 100000 && rc == KI_OK; i++) {
 		char name[32];
 
@@ -417,7 +428,7 @@ test_disk_full(void)
 	store_abort(t);
 	store_close(s);
 	o.nosync = 1;
-	if (store_open(&s, sub, &o) == KI_OK) {
+	if (iopen(&s, sub, &o) == KI_OK) {
 		CU_ASSERT_EQUAL(store_begin(s, 0, &t), KI_OK);
 		CU_ASSERT_EQUAL(store_count(t, 1, &n), KI_OK);
 		CU_ASSERT_EQUAL(n, (uint64_t)acked);
@@ -448,7 +459,7 @@ data_store(const char *dir)
 
 	if (tmp == NULL)
 		return KI_ENOMEM;
-	if ((rc = store_open(&s, tmp, &o)) != KI_OK)
+	if ((rc = iopen(&s, tmp, &o)) != KI_OK)
 		goto out;
 	for (int i = 0; i < DN && rc == KI_OK; i++) {
 		snprintf(name, sizeof(name), "w%d", i);
@@ -468,7 +479,7 @@ data_store(const char *dir)
 		if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0640)) < 0) {
 			rc = KI_EIO;
 		} else {
-			rc = store_backup_fd(s, fd);
+			rc = store_lmdb_backup_fd(s, fd);
 			close(fd);
 		}
 	}
@@ -493,7 +504,7 @@ data_read_all(const char *dir, uint64_t *problems)
 	int worst = 0;
 
 	*problems = 0;
-	if (store_open(&s, dir, &o) != KI_OK)
+	if (iopen(&s, dir, &o) != KI_OK)
 		return -1;
 	if (store_begin(s, 0, &t) != KI_OK) {
 		store_close(s);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/lmdb.h"
 #include "store/store.h"
 #include "tests/unit/tests.h"
 
@@ -460,6 +461,7 @@ m_run(uint64_t seed, size_t young)
 {
 	char *dir = tests_tmpdir();
 	store_options o;
+	store_lmdb_options lo;
 	store *s;
 	model *m = calloc(1, sizeof(*m));
 	int bad = 0;
@@ -467,23 +469,23 @@ m_run(uint64_t seed, size_t young)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	memset(&o, 0, sizeof(o));
-	o.map_size = 64u << 20;
+	memset(&lo, 0, sizeof(lo));
 	o.history = 100000;
 	o.nosync = 1;
-	o.digest_young = young;
+	lo.digest_young = young;
 	m->rng = seed;
 	m->next_content = 1;
-	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_lmdb_open(&s, dir, &o, &lo), KI_OK);
 	for (int step = 0; step < 400 && bad == 0; step++) {
 		m_step(s, m, step);
 		bad += m_check(s, m);
 		/* The restart between the write and its read: a clean stop,
 		 * or a crash that the redo log recovers. */
 		if (step % 3 == 2)
-			store_crash(s);
+			store_lmdb_crash(s);
 		else
 			store_close(s);
-		CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_lmdb_open(&s, dir, &o, &lo), KI_OK);
 		bad += m_check(s, m);
 		if (bad)
 			fprintf(stderr, "\nstore model: seed %llu, first mismatch "
@@ -519,7 +521,6 @@ test_digest_after_change_restart(void)
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	memset(&o, 0, sizeof(o));
-	o.map_size = 64u << 20;
 	o.nosync = 1;
 	CU_ASSERT_EQUAL_FATAL(store_open(&s, dir, &o), KI_OK);
 	m->o[0] = (m_obj){ .live = 1, .kind = 1, .name = "patched",
