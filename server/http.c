@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/commit.h"
+#include "store/store.h"
 #include "lib/log.h"
 #include "lib/thread.h"
 #include <openssl/crypto.h>
@@ -325,7 +325,7 @@ headers:
 
 /* The group commit holding this request finished: wake its connection. */
 static void
-commit_done(struct api_job *job, int commit_rc)
+commit_done(struct store_job *job, int commit_rc)
 {
 	req_ctx *rq = job->cookie;
 
@@ -336,7 +336,7 @@ commit_done(struct api_job *job, int commit_rc)
 
 /* Suspends the connection until the stream's chunk job is committed. */
 static void
-stream_wait(http_server *s, req_ctx *rq, api_job *job)
+stream_wait(http_server *s, req_ctx *rq, store_job *job)
 {
 	(void)s;
 	rq->waiting = 1;
@@ -404,7 +404,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (*upload_data_size != 0) {
 		if (rq->stream != NULL) {
-			api_job *job = NULL;
+			store_job *job = NULL;
 
 			/* Called again after a chunk's commit woke us. */
 			rq->waiting = 0;
@@ -439,7 +439,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			goto answer;
 	}
 	if (rq->stream != NULL) {
-		api_job *job = NULL;
+		store_job *job = NULL;
 
 		api_stream_end(rq->stream, &job);
 		if (job != NULL) {

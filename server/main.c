@@ -11,7 +11,6 @@
 #include <time.h>
 
 #include "api/auth.h"
-#include "api/commit.h"
 #include "api/jcs.h"
 #include "api/kinds.h"
 #include "api/labels.h"
@@ -310,7 +309,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
-	api_committer *committer = NULL;
+	store_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -441,7 +440,7 @@ main(int argc, char **argv)
 		store_close(st);
 		return 1;
 	}
-	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -455,7 +454,7 @@ main(int argc, char **argv)
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
-		api_committer_stop(committer);
+		store_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		store_close(st);
@@ -489,7 +488,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
-	api_committer_stop(committer);
+	store_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	store_close(st);

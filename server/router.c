@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "api/auth.h"
-#include "api/commit.h"
 #include "api/object.h"
 #include "api/parts.h"
 #include <openssl/crypto.h>
@@ -411,9 +410,9 @@ metrics(router *rt, api_resp *r)
 		    &ls->returned, __ATOMIC_RELAXED));
 	}
 	{
-		api_commit_stats cs;
+		store_commit_stats cs;
 
-		api_committer_stats(rt->api->committer, &cs);
+		store_committer_stats(rt->api->committer, &cs);
 		ki_buf_printf(b, "# HELP kernelindex_commit_batches_total Synced "
 		    "commits of the group committer.\n# TYPE "
 		    "kernelindex_commit_batches_total counter\n"

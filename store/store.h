@@ -266,4 +266,59 @@ int store_idle(store *s);
 void store_log(const store *s, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* ---- group commit ----
+ *
+ * Concurrent write requests share one durable commit, and every answer
+ * waits until the batch is durable: the committer thread runs the queued
+ * jobs in one transaction, then commits it once.
+ *
+ * A job that may fail after it has written (a bulk upload, a stream's
+ * chunk) runs in a child transaction of the batch, so that its failure
+ * leaves the others intact. A job marked rerun runs in the batch's own
+ * transaction, which saves the child's copy of every page it touches; if
+ * it fails after writing, the batch is aborted and run again with every
+ * job in a child transaction. Such a job's fn must therefore give the
+ * same answer when run again from the start. A failed batch is reported
+ * through the store's log hook. */
+
+typedef struct store_job store_job;
+/* The work of one request, run inside txn by the committer. Returns 0 to
+ * keep its writes, anything else to drop them (its answer is already
+ * rendered either way). */
+typedef int (*store_job_fn)(store_txn *txn, void *arg);
+/* Called once the batch holding the job is committed (or failed):
+ * commit_rc is the batch commit's result. */
+typedef void (*store_job_done)(store_job *job, int commit_rc);
+
+struct store_job {
+	store_job_fn fn;
+	void *arg;
+	int rc;                   /* fn's result */
+	int rerun;                /* fn may run in the batch's transaction */
+	store_job_done done;
+	void *cookie;             /* for done: whom to wake */
+	store_job *next;
+};
+
+typedef struct store_committer store_committer;
+
+/* What the committer has done, for /metrics. */
+typedef struct store_commit_stats {
+	uint64_t batches;       /* synced commits */
+	uint64_t jobs;          /* requests they carried */
+	uint64_t redone;        /* batches run again, each job in a child */
+	uint64_t commit_us;     /* time in store_commit (writes and syncs) */
+} store_commit_stats;
+
+/* Starts the committer thread over s. committed(arg, rv) is called after
+ * each batch that wrote something. */
+int store_committer_start(store_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg);
+/* Queues a job; its done() runs on the committer thread. */
+void store_committer_submit(store_committer *c, store_job *job);
+/* A snapshot of the counters (zeros for NULL). */
+void store_committer_stats(store_committer *c, store_commit_stats *out);
+/* Runs what is queued, then stops. */
+void store_committer_stop(store_committer *c);
+
 #endif

@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "api/commit.h"
 #include "store/lmdb.h"
 #include "store/store.h"
 #include "store/wal.h"
@@ -1622,7 +1621,7 @@ test_facets_recomputed(void)
 /* A committer job for the tests: puts name (unless fail_first), then fails
  * when told to; counts its runs; done() counts down. */
 typedef struct tjob {
-	api_job job;
+	store_job job;
 	const char *name;
 	int write_then_fail, fail_first, runs, done_rc;
 	int *pending;
@@ -1659,7 +1658,7 @@ tjob_fn(store_txn *t, void *arg)
 }
 
 static void
-tjob_done(api_job *job, int commit_rc)
+tjob_done(store_job *job, int commit_rc)
 {
 	tjob *j = (tjob *)(void *)job;
 
@@ -1673,7 +1672,7 @@ tjob_done(api_job *job, int commit_rc)
 /* Runs jobs[1..n-1] as one batch: they are queued while the gate jobs[0]
  * holds the committer in the batch before. */
 static void
-run_batch_of(api_committer *c, tjob *jobs, size_t n)
+run_batch_of(store_committer *c, tjob *jobs, size_t n)
 {
 	int pending = (int)n;
 
@@ -1685,13 +1684,13 @@ run_batch_of(api_committer *c, tjob *jobs, size_t n)
 		jobs[i].job.done = tjob_done;
 		jobs[i].pending = &pending;
 	}
-	api_committer_submit(c, &jobs[0].job);
+	store_committer_submit(c, &jobs[0].job);
 	pthread_mutex_lock(&tj_mu);
 	while (!tj_entered)
 		pthread_cond_wait(&tj_cv, &tj_mu);
 	pthread_mutex_unlock(&tj_mu);
 	for (size_t i = 1; i < n; i++)
-		api_committer_submit(c, &jobs[i].job);
+		store_committer_submit(c, &jobs[i].job);
 	pthread_mutex_lock(&tj_mu);
 	tj_gate = 0;
 	pthread_cond_broadcast(&tj_cv);
@@ -1724,10 +1723,10 @@ test_group_commit_rerun(void)
 	char *dir = tests_tmpdir();
 	store_options o = opts(64u << 20);
 	store *s;
-	api_committer *c;
+	store_committer *c;
 
 	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
-	CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, s, 0, NULL, NULL), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_committer_start(&c, s, 0, NULL, NULL), KI_OK);
 	{
 		/* a, b and c share a batch; b writes, then fails. */
 		tjob j[4] = { { .name = NULL }, { .name = "a", .job.rerun = 1 },
@@ -1762,7 +1761,7 @@ test_group_commit_rerun(void)
 		for (int i = 1; i < 5; i++)
 			CU_ASSERT_EQUAL(j[i].runs, 1);
 	}
-	api_committer_stop(c);
+	store_committer_stop(c);
 	store_close(s);
 	tests_rmdir(dir);
 	free(dir);
