@@ -2,7 +2,19 @@
  * tuning (the map's size and growth, checkpoints of its redo log, the
  * young digest tables, the batches of a format conversion), its
  * statistics, its backup (a data.mdb file) and crash simulation for tests.
- * store_open() opens this backend with the defaults below. */
+ * store_open() opens this backend with the defaults below.
+ *
+ * How it keeps the contract: LMDB's lock file is per process (hence no
+ * fork after the open); stale reader slots of a crashed process are
+ * cleared at open; the map grows (a write's store_begin, when it is 3/4
+ * full) only once every transaction of the process has ended, hence one
+ * transaction per thread; a read's pointers point into the memory map;
+ * child transactions are LMDB's nested ones. A commit appends one record
+ * to the redo log and syncs it, and LMDB's own file is synced at
+ * checkpoints (store/wal.h); every record carries a CRC-32C. The label and
+ * reference postings and the facet counts of the newest objects (at most
+ * 64) are written in groups: lists and counts read those objects' records
+ * instead. */
 #ifndef STORE_LMDB_H
 #define STORE_LMDB_H
 

@@ -1,23 +1,49 @@
-/* store/store.h — the object store interface: content-addressed objects,
- * names, natural keys, back-references and the event history.
+/* store/store.h — the contract of the object store: content-addressed
+ * objects, names, natural keys, back-references, label and digest
+ * indexes, the event history, access tokens and a resourceVersion. It
+ * names nothing of a particular engine: store/lmdb.h adds what only the
+ * LMDB backend has (its tuning, statistics, backup file, crash
+ * simulation), and a backend over another engine (etcd: objects and index
+ * entries as keys) implements these functions and passes the conformance
+ * suites in tests/unit (store_backends.c lists the backends).
  *
- * Caveats of the LMDB backend, kept by every caller:
- *  - Open the store once per process and never fork after store_open()
- *    (LMDB's lock file is per process; a forked child must exec at once).
- *  - One short transaction per request. A write transaction holds the single
- *    writer lock until commit or abort; never wait on the network inside one.
- *  - Every pointer a read returns (store_obj fields) is borrowed from the
- *    memory map and valid only until the transaction ends: copy what must
- *    outlive it.
- *  - store_commit() syncs to disk before it returns, so a write that was
- *    acknowledged after a successful commit survives a crash.
- *  - Stale reader slots left by a crashed process are cleared at open.
- *  - A thread holds at most one transaction at a time: the map grows
- *    (store_begin of a write, when it is 3/4 full) only once every
- *    transaction of the process has ended.
+ * What every caller keeps:
+ *  - Open the store once per process, and never fork after store_open()
+ *    (a forked child must exec at once).
+ *  - One short transaction per request; never wait on the network inside
+ *    one. At most one write transaction is open at a time (store_begin
+ *    of a write waits for the one in flight), and a thread holds at most
+ *    one transaction.
+ *  - Every pointer a read returns (store_obj fields, token values) is
+ *    borrowed and valid only until the transaction ends or writes again:
+ *    copy what must outlive it.
+ *  - A store_commit() that returns 0 is durable: an acknowledged write
+ *    survives a crash (unless store_options.nosync).
+ *
+ * What every backend provides:
+ *  - Transactions see one consistent state (snapshot isolation) and a
+ *    write transaction is all or nothing. A child transaction
+ *    (store_begin_child) is a savepoint of its parent: its writes join
+ *    the parent's when it commits and vanish when it aborts. An engine
+ *    without nested transactions keeps a transaction's writes in memory
+ *    until the top-level commit, and a savepoint is a mark in them.
+ *  - Revisions: the resourceVersion is the store's own counter, not the
+ *    engine's. Each put or delete takes the next value (store_next_rv),
+ *    which the caller renders into the object before the put (objects are
+ *    served as the bytes they were stored as), and records an event under
+ *    it; store_rv is the last value taken. A backend whose engine numbers
+ *    its revisions itself (etcd: one revision per transaction) keeps this
+ *    counter as data, like the events, and makes the commit conditional
+ *    on no other writer having committed since the transaction began
+ *    (etcd: a compare on the counter key's mod_revision); the engine's
+ *    revision is never shown.
+ *  - Ids (store_id): the kind in the top byte and a store-wide creation
+ *    sequence below; lists run in id order.
+ *  - Damaged data is never returned: a read whose stored bytes fail the
+ *    backend's own check is KI_ECORRUPT.
  *
  * Everything returns 0 or a negative KI_* code (lib/ki.h); the store never
- * logs.
+ * writes a log of its own (see store_options.log).
  */
 #ifndef STORE_H
 #define STORE_H
@@ -114,14 +140,17 @@ int store_open(store **out, const char *dir, const store_options *opt);
 void store_close(store *s);
 
 /* Begins a transaction. A write transaction excludes other writers until it
- * ends. Free with store_commit() or store_abort(). */
+ * ends. Free with store_commit() or store_abort(). KI_ENOSPC, KI_EFULL or
+ * KI_EIO when the store cannot take writes now (its space is exhausted, an
+ * earlier background write failed). */
 int store_begin(store *s, int write, store_txn **out);
-/* Begins a child of a write transaction: its writes join the parent's when
- * it commits, and vanish when it aborts (LMDB nested transactions). Used
- * to batch many requests into one synced commit. */
+/* Begins a child of a write transaction (a savepoint): its writes join
+ * the parent's when it commits, and vanish when it aborts. Used to batch
+ * many requests into one durable commit (group commit, below). */
 int store_begin_child(store_txn *parent, store_txn **out);
-/* Commits (and syncs; a child only joins its parent); the transaction is
- * freed whatever the result. */
+/* Commits durably (a child only joins its parent); the transaction is
+ * freed whatever the result. KI_ENOSPC when the disk is full: nothing of
+ * it was written. */
 int store_commit(store_txn *t);
 /* Aborts; the transaction is freed. Safe on NULL. */
 void store_abort(store_txn *t);
@@ -156,8 +185,9 @@ uint64_t store_next_rv(store_txn *t);
 
 /* Inserts or replaces (by kind+name) an object. A new object gets a new seq;
  * a replaced one keeps its seq. Records an ADDED or MODIFIED event holding
- * the object. o->rv must equal store_next_rv(). On success o->seq is set.
- * KI_EFULL when the map is full. */
+ * the object. o->rv must equal store_next_rv() (else KI_EINVAL). The
+ * digest index keeps, per digest, the first object stored with it. On
+ * success o->seq is set. KI_EFULL when the store's space is used up. */
 int store_put(store_txn *t, store_obj *o);
 
 /* Deletes kind+name, recording a DELETED event whose object is final's
@@ -195,17 +225,14 @@ typedef struct store_term {
 } store_term;
 
 /* Like store_list(), over the objects of kind that satisfy every term,
- * found by intersecting the terms' posting lists (each in id order), not
- * by a scan; the newest objects, whose postings are written in groups (at
- * most 64 of them), are read and matched instead. nterms 0 is
- * store_list(). KI_EINVAL when a label pair is too long to be indexed (see
- * store_obj.labels). */
+ * found through the label and reference indexes (each in id order), not
+ * by a scan of the kind. nterms 0 is store_list(). KI_EINVAL when a label
+ * pair is too long to be indexed (see store_obj.labels). */
 int store_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
 
 /* Calls fn for each facet of kind with its object count (> 0), in byte
- * order of the facet text, until fn returns non-zero. The counts of the
- * newest objects (at most 64) come from their records. */
+ * order of the facet text, until fn returns non-zero. */
 typedef int (*store_facet_fn)(void *arg, const char *facet, size_t len,
 	uint64_t count);
 int store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);
@@ -217,7 +244,8 @@ int store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 /* One recorded event: type and the object as it was (borrowed). */
 typedef int (*store_event_fn)(void *arg, int type, const store_obj *o);
 /* Calls fn for each event with resourceVersion > rv in order. KI_EGONE
- * when events after rv were already trimmed. */
+ * when events after rv were already trimmed (the store keeps at least
+ * store_options.history of them). */
 int store_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
 	void *arg);
 
