@@ -1346,10 +1346,82 @@ test_redo_log_recovery(void)
 	free(dir);
 }
 
+/* A store whose digest index lost an object's entry (as the defect fixed
+ * in index_object left them): store_verify reports it, its repair puts it
+ * back, and the object is found by digest after a reopen. */
+static void
+test_verify_repair(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = opts(64u << 20);
+	store_verify_stats vs;
+	store *s;
+	store_txn *t;
+	store_obj ob;
+	MDB_env *env;
+	MDB_txn *txn;
+	MDB_dbi dbi;
+	uint8_t d[32];
+	int rc = 0;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "lost", 0x5a, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "kept", 0x5b, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	store_close(s);
+	/* Every digest entry of "lost" goes (young or main). */
+	CU_ASSERT_EQUAL_FATAL(tl_lmdb_open(dir, 0, &env, &txn), 0);
+	memset(d, 0x5a, sizeof(d));
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		static const char *const tables[] = { "young0", "young1",
+			"digest8" };
+		MDB_cursor *c;
+		MDB_val k, v;
+
+		if ((rc = mdb_dbi_open(txn, tables[i], 0, &dbi)) != 0 ||
+		    (rc = mdb_cursor_open(txn, dbi, &c)) != 0)
+			break;
+		for (int r = mdb_cursor_get(c, &k, &v, MDB_FIRST); r == 0;
+		    r = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+			if ((i < 2 && v.mv_size == 8 && memcmp(v.mv_data, d, 8) == 0) ||
+			    (i == 2 && k.mv_size == 8 &&
+			    memcmp(k.mv_data, d, 8) == 0))
+				rc = mdb_cursor_del(c, 0);
+		mdb_cursor_close(c);
+	}
+	CU_ASSERT_EQUAL_FATAL(tl_lmdb_close(env, txn, rc), 0);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_ENOTFOUND);
+	store_abort(t);
+	CU_ASSERT_EQUAL(store_verify(s, 0, NULL, NULL, NULL, &vs), KI_OK);
+	CU_ASSERT_EQUAL(vs.objects, 2);
+	CU_ASSERT_EQUAL(vs.problems, 1);
+	CU_ASSERT_EQUAL(store_verify(s, 1, NULL, NULL, NULL, &vs), KI_OK);
+	CU_ASSERT_EQUAL(vs.repaired, 1);
+	CU_ASSERT_EQUAL(vs.problems, 0);
+	store_close(s);
+	CU_ASSERT_EQUAL_FATAL(tsopen(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_OK);
+	CU_ASSERT(ob.name_len == 4 && memcmp(ob.name, "lost", 4) == 0);
+	store_abort(t);
+	CU_ASSERT_EQUAL(store_verify(s, 0, NULL, NULL, NULL, &vs), KI_OK);
+	CU_ASSERT_EQUAL(vs.problems, 0);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 static int
 add_tests(CU_pSuite s)
 {
-	if (CU_add_test(s, "history is trimmed in runs, the waiting part hidden",
+	if (CU_add_test(s, "store_verify finds an object missing from the "
+	    "digest index, and its repair puts it back",
+	    test_verify_repair) == NULL ||
+	    CU_add_test(s, "history is trimmed in runs, the waiting part hidden",
 	        test_history_trimmed_in_runs) == NULL ||
 	    CU_add_test(s, "a full map fails cleanly",
 	        test_map_full) == NULL ||
