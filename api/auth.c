@@ -170,6 +170,42 @@ api_may_write_object(const api_principal *p, const char *name,
 }
 
 int
+api_may_change_stored(const api_principal *p, const char *kind, int is_run,
+	const char *name, const char *source, size_t source_len,
+	api_status *st)
+{
+	if (p->prefix[0] != '\0' && (name == NULL ||
+	    strncmp(name, p->prefix, strlen(p->prefix)) != 0)) {
+		api_status_fail(st, 403, "Forbidden", "this token may write only "
+		    "names starting with \"%s\", not \"%s\"", p->prefix,
+		    name ? name : "");
+		return 0;
+	}
+	if (p->source[0] == '\0')
+		return 1;
+	if (!is_run) {
+		/* Protocols, environments, workloads and implementations are
+		 * shared by every source's runs, and a Verification belongs to
+		 * its run's history: a source's token may add them, not change
+		 * or remove them. */
+		api_status_fail(st, 403, "Forbidden", "this token is limited to "
+		    "runs whose sourceNative.source is \"%s\": it may create a "
+		    "%s but not change or delete one, which runs of other sources "
+		    "may reference", p->source, kind ? kind : "shared object");
+		return 0;
+	}
+	if (source == NULL || source_len != strlen(p->source) ||
+	    memcmp(source, p->source, source_len) != 0) {
+		api_status_fail(st, 403, "Forbidden", "this token may change only "
+		    "runs whose sourceNative.source is \"%s\", not \"%.*s\"",
+		    p->source, source ? (int)(source_len > 256 ? 256 : source_len) :
+		    0, source ? source : "");
+		return 0;
+	}
+	return 1;
+}
+
+int
 api_token_create(store *s, int role, const char *source, const char *prefix,
 	const char *description, double now, char secret[64], char id[16])
 {

@@ -41,6 +41,16 @@ int api_may_write(const api_principal *p, api_status *st);
 int api_may_write_object(const api_principal *p, const char *name,
 	const char *source, api_status *st);
 
+/* May p change or delete a stored object of kind (its Kind name, for the
+ * message) named name? is_run says it is a BenchmarkRun, source (may be
+ * NULL when unknown; source_len bytes, not NUL-terminated) is then its
+ * stored sourceNative.source. A token limited to a source changes and
+ * deletes only that source's runs, never the objects shared by all runs.
+ * Fills st (403) when not. */
+int api_may_change_stored(const api_principal *p, const char *kind,
+	int is_run, const char *name, const char *source, size_t source_len,
+	api_status *st);
+
 /* Creates a token; writes the secret (shown once) into secret and its id
  * into id. Returns 0 or a KI_* code. */
 int api_token_create(store *s, int role, const char *source,

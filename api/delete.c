@@ -15,23 +15,35 @@ int
 api_may_write_stored(const struct api_principal *who, const store_obj *o,
 	api_resp *r)
 {
-	char name[STORE_MAX_NAME + 1], src[257] = "";
+	char name[STORE_MAX_NAME + 1];
+	const api_kind *k = api_kind_by_id(o->kind);
+	struct json_object *spec = NULL, *sn = NULL, *sv = NULL;
+	const char *src = NULL;
+	size_t src_len = 0;
 	api_status st;
 	int ok;
 
 	snprintf(name, sizeof(name), "%.*s", (int)o->name_len, o->name);
-	if (o->natkey != NULL) {
-		const char *us = memchr(o->natkey, '\x1f', o->natkey_len);
-
-		snprintf(src, sizeof(src), "%.*s",
-		    (int)(us ? (size_t)(us - o->natkey) : o->natkey_len), o->natkey);
+	if (who->source[0] != '\0' && o->kind == API_RUN) {
+		/* The source as stored, not read back from the natural key,
+		 * which a stored source holding U+001F made ambiguous. */
+		spec = api_json_parse_len(o->json + o->spec_off, o->spec_len);
+		if (json_object_object_get_ex(spec, "sourceNative", &sn) &&
+		    json_object_object_get_ex(sn, "source", &sv) &&
+		    json_object_is_type(sv, json_type_string)) {
+			src = json_object_get_string(sv);
+			src_len = (size_t)json_object_get_string_len(sv);
+		}
 	}
 	api_status_init(&st);
-	ok = api_may_write_object(who, name, o->kind == API_RUN ? src : NULL,
-	    &st);
-	if (!ok)
+	ok = api_may_change_stored(who, k != NULL ? k->kind : NULL,
+	    o->kind == API_RUN, name, src, src_len, &st);
+	if (!ok) {
+		api_status_details(&st, k != NULL ? k->plural : NULL, name);
 		api_resp_status(r, &st);
+	}
 	api_status_free(&st);
+	json_object_put(spec);
 	return ok;
 }
 
@@ -66,6 +78,8 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		goto out;
 	}
 	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+		goto out;
+	if (!api_if_match(opt->if_match, o.rv, r))
 		goto out;
 	/* The final state carries the deleting resourceVersion, as in
 	 * Kubernetes, for the DELETED event and the answer. */

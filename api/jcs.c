@@ -1367,3 +1367,112 @@ api_json_find_lossy(const char *text, size_t n, ki_buf *path,
 {
 	return scan_text(SCAN_LOSSY, text, n, path, why);
 }
+
+/* ------------------------------------------------------------------ */
+/* Characters above U+FFFF that json-c misreads                       */
+/* ------------------------------------------------------------------ */
+
+/* Does the surrogate-pair escape at t[i] ("\uD8xx\uDCxx", 12 bytes) stand
+ * for a character json-c 0.16 misreads? Its tokener tests the decoded code
+ * point for a surrogate with a 16-bit mask, so a character whose low 16
+ * bits lie in 0xD800..0xDFFF (U+1D800, U+2DC00, ...) comes out as U+FFFD.
+ * *cp receives the character when the escape is a pair at all. */
+static int
+pair_at(const unsigned char *t, size_t n, size_t i, uint32_t *cp)
+{
+	uint32_t hi, lo;
+
+	if (n - i < 12 || t[i + 1] != 'u' || ki_hex4(t + i + 2, &hi) != 0 ||
+	    hi < 0xD800 || hi > 0xDBFF || t[i + 6] != '\\' || t[i + 7] != 'u' ||
+	    ki_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF)
+		return 0;
+	*cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+	return 1;
+}
+
+/* Copies t[0..n) into out with every surrogate-pair escape inside a
+ * string written as the character's UTF-8 bytes, which mean the same in
+ * JSON. Returns 1 (out holds the copy) when t has a pair json-c misreads,
+ * 0 (out untouched) when it has none, or KI_ENOMEM. */
+static int
+astral_rewrite(const unsigned char *t, size_t n, ki_buf *out)
+{
+	size_t i, run = 0;
+	int in_str = 0, found = 0, pass;
+	uint32_t cp;
+
+	/* Pass 0 only looks; pass 1 writes, when pass 0 found a pair. */
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && !found)
+			return 0;
+		in_str = 0;
+		run = 0;
+		for (i = 0; i < n; i++) {
+			if (t[i] == '"') {
+				in_str = !in_str;
+				continue;
+			}
+			if (!in_str || t[i] != '\\')
+				continue;
+			if (!pair_at(t, n, i, &cp)) {
+				i++; /* the escaped byte ('"' or '\\' too) */
+				continue;
+			}
+			if (pass == 0) {
+				if ((cp & 0xFFFF) >= 0xD800 &&
+				    (cp & 0xFFFF) <= 0xDFFF) {
+					found = 1;
+					break;
+				}
+			} else if (ki_buf_append(out, t + run, i - run) != KI_OK ||
+			    ki_buf_put_utf8(out, cp) != KI_OK) {
+				return KI_ENOMEM;
+			} else {
+				run = i + 12;
+			}
+			i += 11;
+		}
+	}
+	if (ki_buf_append(out, t + run, n - run) != KI_OK || out->oom)
+		return KI_ENOMEM;
+	return 1;
+}
+
+int
+api_json_mend_astral(const char *text, size_t n, int max_depth,
+	struct json_object **obj)
+{
+	ki_buf fixed;
+	json_tokener *tok = NULL;
+	struct json_object *o = NULL;
+	int rc;
+
+	ki_buf_init(&fixed);
+	rc = astral_rewrite((const unsigned char *)text, n, &fixed);
+	if (rc != 1)
+		goto cleanup;
+	rc = KI_ENOMEM;
+	if (fixed.len > INT32_MAX ||
+	    (tok = json_tokener_new_ex(max_depth)) == NULL)
+		goto cleanup;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+	    JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, fixed.data, (int)fixed.len);
+	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)
+		o = json_tokener_parse_ex(tok, "", 1); /* a bare number */
+	if (o == NULL || json_tokener_get_error(tok) != json_tokener_success) {
+		/* Only string contents changed, and the text parsed before. */
+		rc = KI_EINVAL;
+		goto cleanup;
+	}
+	json_object_put(*obj);
+	*obj = o;
+	o = NULL;
+	rc = KI_OK;
+cleanup:
+	json_object_put(o);
+	if (tok != NULL)
+		json_tokener_free(tok);
+	ki_buf_free(&fixed);
+	return rc;
+}

@@ -70,4 +70,14 @@ int api_json_find_duplicate_key(const char *text, size_t n, ki_buf *path);
 int api_json_find_lossy(const char *text, size_t n, ki_buf *path,
 	const char **why);
 
+/* json-c 0.16 reads a surrogate-pair escape whose character has its low
+ * 16 bits in 0xD800..0xDFFF (U+1D800 "\ud836\udc00", U+10DC00, ...) as
+ * U+FFFD. When text (which json-c parsed into *obj, strictly, with
+ * max_depth) holds such an escape, *obj is replaced by the tree of a copy
+ * in which every pair escape is written as UTF-8 (the old tree is put).
+ * Returns 0 (*obj is right), KI_EINVAL (the copy did not parse; *obj
+ * unchanged) or KI_ENOMEM. */
+int api_json_mend_astral(const char *text, size_t n, int max_depth,
+	struct json_object **obj);
+
 #endif

@@ -4,10 +4,7 @@
 
 #include <stddef.h>
 
-#define API_GROUP "kernelindex.dev"
-#define API_VERSION "v1alpha1"
-#define API_GROUP_VERSION "kernelindex.dev/v1alpha1"
-#define API_PREFIX "/apis/kernelindex.dev/v1alpha1"
+#include "api/version.h"
 
 enum api_kind_id {
 	API_RUN = 1,

@@ -38,6 +38,7 @@ api_doc_free(api_doc *d)
 	ki_buf_free(&d->raw);
 	free(d->own_name);
 	free(d->stored_name);
+	free(d->scope_source);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -832,6 +833,11 @@ api_json_parse(const char *text, size_t len, int max_depth,
 			    "JSON");
 		else
 			api_status_from_rc(st, rc, "parsing the body");
+		goto fail;
+	}
+	rc = api_json_mend_astral(text, len, max_depth, &obj);
+	if (rc != KI_OK) {
+		api_status_from_rc(st, rc, "parsing the body");
 		goto fail;
 	}
 	*out = obj;

@@ -51,6 +51,9 @@ typedef struct api_doc {
 	char *stored_name;           /* the name it is stored under */
 	uint64_t rv;
 	uint64_t ref_ids[API_NREFS]; /* what its references resolve to now */
+	/* Verifications written with a token limited to a source: that
+	 * source (owned), which the verified run must have; else NULL. */
+	char *scope_source;
 } api_doc;
 
 void api_prerender_free(api_prerender *p);

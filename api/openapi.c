@@ -72,6 +72,8 @@ schema_of(ki_buf *b, const api_field *f)
 			ki_buf_puts(b, ",\"format\":\"date-time\"");
 		if (f->flags & API_F_DIGEST)
 			ki_buf_puts(b, ",\"pattern\":\"^sha256:[0-9a-f]{64}$\"");
+		if (f->flags & API_F_NOCTL)
+			ki_buf_puts(b, ",\"pattern\":\"^[^\\\\x00-\\\\x1f\\\\x7f]*$\"");
 		if (f->enums != NULL) {
 			ki_buf_puts(b, ",\"enum\":[");
 			for (const char *const *e = f->enums; *e != NULL; e++)
@@ -222,6 +224,6 @@ api_openapi_group(api_resp *r)
 {
 	pthread_once(&once, build);
 	ki_buf_append(&r->body, doc.data, doc.len);
-	snprintf(r->etag, sizeof(r->etag), "\"%s\"", hash);
+	snprintf(r->version, sizeof(r->version), "%s", hash);
 	r->code = doc.oom ? 503 : 200;
 }

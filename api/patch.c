@@ -58,11 +58,52 @@ meta_str(struct json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
-/* Writes `want` (the object as the client wants it: consumed) over the
- * live object kind/name, inside txn. */
-static void
+/* The precondition a body carries in metadata.resourceVersion, as kube-
+ * apiserver takes it: a decimal string, or (JSON being loose about it) a
+ * non-negative integer. pre receives it ("" when the body has none).
+ * Returns 0, or -1 with r filled (400) for any other value. */
+static int
+body_precondition(struct json_object *body, char pre[24], api_resp *r)
+{
+	struct json_object *m, *v;
+	const char *s;
+
+	pre[0] = '\0';
+	if (!json_object_object_get_ex(body, "metadata", &m) ||
+	    !json_object_is_type(m, json_type_object) ||
+	    !json_object_object_get_ex(m, "resourceVersion", &v) || v == NULL)
+		return 0;
+	if (json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) >= 0) {
+		snprintf(pre, 24, "%lld", (long long)json_object_get_int64(v));
+		return 0;
+	}
+	s = json_object_is_type(v, json_type_string) ?
+	    json_object_get_string(v) : NULL;
+	if (s != NULL && *s != '\0' && strlen(s) < 21 &&
+	    strspn(s, "0123456789") == strlen(s)) {
+		snprintf(pre, 24, "%s", s);
+		return 0;
+	}
+	if (s != NULL && *s == '\0')
+		return 0; /* "" is "no precondition", as in Kubernetes */
+	api_resp_fail(r, 400, "BadRequest", "metadata.resourceVersion",
+	    "invalid metadata.resourceVersion %s: a resourceVersion is a "
+	    "decimal number", json_object_to_json_string_ext(v,
+	    JSON_C_TO_STRING_PLAIN));
+	return -1;
+}
+
+/* Changes the live object kind/name inside one write transaction, so that
+ * no write comes between reading it and storing the change: body
+ * (consumed) is the whole object the client wants (PUT), or a merge patch
+ * applied here to the object as it is now. pre is the client's
+ * resourceVersion precondition ("" for none). Returns 1, with nothing
+ * written or answered, when the object does not exist and missing_ok;
+ * else 0 with r filled. */
+static int
 update(api_ctx *ctx, const api_kind *k, const char *name,
-	struct json_object *want, const char *precondition,
+	struct json_object *body, int is_patch, const char *pre, int missing_ok,
 	const api_write_opts *opt, api_resp *r)
 {
 	store_txn *txn = NULL;
@@ -73,24 +114,72 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	api_unknown unk;
 	char rvs[24];
 	const char *wname;
-	int rc;
+	struct json_object *want = NULL, *live = NULL;
+	int rc, missing = 0;
 
 	memset(&c, 0, sizeof(c));
 	memset(&d, 0, sizeof(d));
 	memset(&unk, 0, sizeof(unk));
 	api_status_init(&st);
+	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
+		api_fail_rc(r, rc, "opening a write transaction");
+		goto out;
+	}
+	rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
+	/* If-Match asks for an object that exists: apply does not create. */
+	if (rc == KI_ENOTFOUND && missing_ok && opt->if_match == NULL) {
+		missing = 1;
+		goto out;
+	}
+	if (rc != KI_OK) {
+		if (rc == KI_ENOTFOUND) {
+			api_status_fail(&st, 404, "NotFound", "%s.%s \"%s\" not found",
+			    k->plural, API_GROUP, name);
+			api_status_details(&st, k->plural, name);
+			api_resp_status(r, &st);
+		} else {
+			api_fail_rc(r, rc, "reading the object");
+		}
+		goto out;
+	}
+	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+		goto out;
+	if (!api_if_match(opt->if_match, o.rv, r))
+		goto out;
+	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
+	if (pre[0] != '\0' && strcmp(pre, rvs) != 0) {
+		api_resp_fail(r, 409, "Conflict", NULL, "Operation cannot be "
+		    "fulfilled on %s \"%s\": the object has been modified; please "
+		    "apply your changes to the latest version and try again",
+		    k->plural, name);
+		goto out;
+	}
+	if (is_patch) {
+		live = api_json_parse_len(o.json, o.json_len);
+		if (live == NULL) {
+			api_fail_rc(r, KI_ESTORE, "reading the object");
+			goto out;
+		}
+		want = merge_patch(live, body);
+		if (want == NULL) {
+			api_fail_rc(r, KI_ENOMEM, "patching");
+			goto out;
+		}
+	} else {
+		want = body;
+		body = NULL;
+	}
 	wname = meta_str(want, "name");
 	if (wname != NULL && strcmp(wname, name) != 0) {
-		/* The message quotes wname: answer before letting want go. */
 		api_resp_fail(r, 400, "BadRequest", "metadata.name", "the name of the "
 		    "object (%.253s) does not match the name in the URL (%.253s)",
 		    wname, name);
-		json_object_put(want);
 		goto out;
 	}
 	/* Validate the wanted object as an upload would, which also prunes
 	 * unknown fields and recomputes its digest. */
 	api_doc_prepare(&d, want, "", k, &st, &unk);
+	want = NULL; /* d owns it */
 	if (st.code != 0 || st.ncauses != 0) {
 		if (st.code == 0) {
 			st.code = 422;
@@ -108,40 +197,13 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	for (size_t i = 0; i < unk.n && opt->field_validation == API_FV_WARN;
 	    i++)
 		api_resp_warn(r, "unknown field \"%s\"", unk.paths[i]);
-	if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK) {
-		api_fail_rc(r, rc, "opening a write transaction");
-		goto out;
-	}
-	rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
-	if (rc != KI_OK) {
-		if (rc == KI_ENOTFOUND) {
-			api_status_fail(&st, 404, "NotFound", "%s.%s \"%s\" not found",
-			    k->plural, API_GROUP, name);
-			api_status_details(&st, k->plural, name);
-			api_resp_status(r, &st);
-		} else {
-			api_fail_rc(r, rc, "reading the object");
-		}
-		goto out;
-	}
-	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
-		goto out;
-	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
-	if (precondition != NULL && *precondition != '\0' &&
-	    strcmp(precondition, rvs) != 0) {
-		api_resp_fail(r, 409, "Conflict", NULL, "Operation cannot be "
-		    "fulfilled on %s \"%s\": the object has been modified; please "
-		    "apply your changes to the latest version and try again",
-		    k->plural, name);
-		goto out;
-	}
 	if (memcmp(o.digest, d.digest, API_DIGEST_LEN) != 0) {
-		char live[API_DIGEST_STRLEN + 1];
+		char stored[API_DIGEST_STRLEN + 1];
 
-		api_digest_format(o.digest, live);
+		api_digest_format(o.digest, stored);
 		api_resp_fail(r, 422, "Invalid", "spec", "Invalid value: the spec is "
 		    "immutable (stored %s, the change would make %s): upload a "
-		    "changed result as a new object", live, d.digest_str);
+		    "changed result as a new object", stored, d.digest_str);
 		goto out;
 	}
 	if ((rc = stored_copy_make(&c, &o)) != KI_OK) {
@@ -197,40 +259,63 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	r->code = 200;
 out:
 	store_abort(txn);
+	json_object_put(want);
+	json_object_put(live);
+	json_object_put(body);
 	stored_copy_free(&c);
 	api_doc_free(&d);
 	api_unknown_free(&unk);
 	api_status_free(&st);
+	return missing;
 }
 
-static struct json_object *
-live_object(api_ctx *ctx, const api_kind *k, const char *name, int *rc)
+/* Server-side apply names one object, the one in the URL, as kube-apiserver
+ * requires: the body must be that kind (not a bundle, not a List) and
+ * carry that name. Returns 0, or -1 with r filled (400). */
+static int
+apply_names_url(const api_kind *k, const char *name,
+	struct json_object *body, api_resp *r)
 {
-	store_txn *txn;
-	store_obj o;
-	struct json_object *live = NULL;
+	struct json_object *v;
+	const char *kind = NULL, *av = NULL, *wname;
 
-	if ((*rc = store_begin(ctx->st, 0, &txn)) != KI_OK)
-		return NULL;
-	*rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
-	if (*rc == KI_OK) {
-		live = api_json_parse_len(o.json, o.json_len);
-		if (live == NULL)
-			*rc = KI_ESTORE;
+	if (json_object_object_get_ex(body, "kind", &v) &&
+	    json_object_is_type(v, json_type_string))
+		kind = json_object_get_string(v);
+	if (json_object_object_get_ex(body, "apiVersion", &v) &&
+	    json_object_is_type(v, json_type_string))
+		av = json_object_get_string(v);
+	if (kind == NULL || strcmp(kind, k->kind) != 0) {
+		api_resp_fail(r, 400, "BadRequest", "kind", "an apply patch to "
+		    "%s/%s must be one %s with kind \"%s\" (got %s%.64s%s): a "
+		    "bundle or a List is uploaded with POST", k->plural, name,
+		    k->kind, k->kind, kind ? "\"" : "", kind ? kind : "none",
+		    kind ? "\"" : "");
+		return -1;
 	}
-	store_abort(txn);
-	return live;
+	if (av == NULL || strcmp(av, API_GROUP_VERSION) != 0) {
+		api_resp_fail(r, 400, "BadRequest", "apiVersion", "an apply patch "
+		    "must carry apiVersion \"" API_GROUP_VERSION "\" (got %s%.64s%s)",
+		    av ? "\"" : "", av ? av : "none", av ? "\"" : "");
+		return -1;
+	}
+	wname = meta_str(body, "name");
+	if (wname == NULL || strcmp(wname, name) != 0) {
+		api_resp_fail(r, 400, "BadRequest", "metadata.name", "the name of the "
+		    "object (%.253s) does not match the name in the URL (%.253s)",
+		    wname ? wname : "none given", name);
+		return -1;
+	}
+	return 0;
 }
 
 void
 api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
 	const char *body, size_t len, const api_write_opts *opt, api_resp *r)
 {
-	struct json_object *patch = NULL, *live, *want;
+	struct json_object *patch = NULL;
 	api_status st;
-	const char *pre;
-	char prebuf[24] = "";
-	int rc;
+	char pre[24];
 
 	api_status_init(&st);
 	if (api_json_parse(body, len, ctx->lim->max_depth, &patch, &st) !=
@@ -246,38 +331,17 @@ api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
 		    "object");
 		return;
 	}
-	live = live_object(ctx, k, name, &rc);
-	if (live == NULL && rc == KI_ENOTFOUND && type == API_PATCH_APPLY) {
-		/* Server-side apply of a missing object creates it. */
+	if ((type == API_PATCH_APPLY && apply_names_url(k, name, patch, r) != 0) ||
+	    body_precondition(patch, pre, r) != 0) {
 		json_object_put(patch);
+		return;
+	}
+	if (update(ctx, k, name, patch, 1, pre, type == API_PATCH_APPLY, opt,
+	    r) == 1) {
+		/* Server-side apply of a missing object creates it: the body is
+		 * one object of this kind named as the URL (checked above). */
 		api_create(ctx, k, body, len, 0, opt, r);
-		return;
 	}
-	if (live == NULL) {
-		json_object_put(patch);
-		if (rc == KI_ENOTFOUND) {
-			api_status_init(&st);
-			api_status_fail(&st, 404, "NotFound", "%s.%s \"%s\" not found",
-			    k->plural, API_GROUP, name);
-			api_status_details(&st, k->plural, name);
-			api_resp_status(r, &st);
-			api_status_free(&st);
-		} else {
-			api_fail_rc(r, rc, "reading the object");
-		}
-		return;
-	}
-	pre = meta_str(patch, "resourceVersion");
-	if (pre != NULL)
-		snprintf(prebuf, sizeof(prebuf), "%s", pre);
-	want = merge_patch(live, patch);
-	json_object_put(live);
-	json_object_put(patch);
-	if (want == NULL) {
-		api_fail_rc(r, KI_ENOMEM, "patching");
-		return;
-	}
-	update(ctx, k, name, want, prebuf[0] ? prebuf : NULL, opt, r);
 }
 
 void
@@ -286,8 +350,7 @@ api_replace(api_ctx *ctx, const api_kind *k, const char *name,
 {
 	struct json_object *want = NULL;
 	api_status st;
-	const char *pre;
-	char prebuf[24] = "";
+	char pre[24];
 
 	api_status_init(&st);
 	if (api_json_parse(body, len, ctx->lim->max_depth, &want, &st) != KI_OK) {
@@ -296,8 +359,15 @@ api_replace(api_ctx *ctx, const api_kind *k, const char *name,
 		return;
 	}
 	api_status_free(&st);
-	pre = meta_str(want, "resourceVersion");
-	if (pre != NULL)
-		snprintf(prebuf, sizeof(prebuf), "%s", pre);
-	update(ctx, k, name, want, prebuf[0] ? prebuf : NULL, opt, r);
+	if (!json_object_is_type(want, json_type_object)) {
+		json_object_put(want);
+		api_resp_fail(r, 400, "BadRequest", NULL, "a PUT body must be a "
+		    "JSON object");
+		return;
+	}
+	if (body_precondition(want, pre, r) != 0) {
+		json_object_put(want);
+		return;
+	}
+	update(ctx, k, name, want, 0, pre, 0, opt, r);
 }

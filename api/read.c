@@ -38,7 +38,7 @@ api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	if (rc == KI_OK)
 		rc = ki_buf_append(&r->body, o.json, o.json_len);
 	if (rc == KI_OK)
-		snprintf(r->etag, sizeof(r->etag), "\"%llu\"",
+		snprintf(r->version, sizeof(r->version), "%llu",
 		    (unsigned long long)o.rv);
 	store_abort(txn);
 	if (rc == KI_ENOTFOUND)
@@ -50,8 +50,7 @@ api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 }
 
 void
-api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
-	api_resp *r)
+api_get_digest(api_ctx *ctx, const char *digest, api_resp *r)
 {
 	uint8_t d[API_DIGEST_LEN];
 	store_txn *txn;
@@ -69,21 +68,14 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 		api_status_free(&st);
 		return;
 	}
-	snprintf(r->etag, sizeof(r->etag), "\"%s\"", digest);
-	r->cache_control = "public, max-age=31536000, immutable";
+	/* Content named by its digest never changes. */
+	snprintf(r->version, sizeof(r->version), "%s", digest);
+	r->immutable = 1;
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
 		return;
 	}
 	rc = store_get_by_digest(txn, d, &o);
-	if (rc == KI_OK && if_none_match != NULL &&
-	    (strstr(if_none_match, r->etag) != NULL ||
-	    strcmp(if_none_match, "*") == 0)) {
-		/* Content named by its digest never changes. */
-		store_abort(txn);
-		r->code = 304;
-		return;
-	}
 	k = rc == KI_OK ? api_kind_by_id(o.kind) : NULL;
 	if (rc == KI_OK && k == NULL)
 		rc = KI_ESTORE;
@@ -106,8 +98,6 @@ api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
 	}
 	store_abort(txn);
 	if (rc == KI_ENOTFOUND) {
-		r->cache_control = NULL;
-		r->etag[0] = '\0';
 		api_status_init(&st);
 		api_status_fail(&st, 404, "NotFound", "no object with digest %s is "
 		    "stored", digest);

@@ -85,13 +85,15 @@ static const api_field measurement_item[] = {
 
 static const api_field source_native[] = {
 	/* The natural key (source, a separator, externalId, after a kind byte)
-	 * keys an LMDB table: at most 511 bytes. */
-	{ "source", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY, NULL, NULL,
-	  128, "The harness that produced the row (the natural key's first "
-	  "half)." },
-	{ "externalId", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY, NULL,
-	  NULL, 380, "The row's id in that source (the natural key's second "
-	  "half)." },
+	 * keys an LMDB table: at most 511 bytes. The separator is U+001F, so
+	 * neither half may hold a control character: then the key is read
+	 * back one way only, and no two (source, externalId) pairs share it. */
+	{ "source", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY | API_F_NOCTL,
+	  NULL, NULL, 128, "The harness that produced the row (the natural "
+	  "key's first half)." },
+	{ "externalId", API_T_STRING, API_F_REQUIRED | API_F_NONEMPTY |
+	  API_F_NOCTL, NULL, NULL, 380, "The row's id in that source (the "
+	  "natural key's second half)." },
 	{ "benchmark", API_T_STRING, 0, NULL, NULL, 256,
 	  "The source's benchmark name, e.g. embedding/full." },
 	{ "metrics", API_T_MAP, 0, NULL, number_value, 0,
@@ -732,6 +734,15 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 			    "must consist of lower case alphanumeric characters, "
 			    "'-' or '.', and must start and end with an alphanumeric "
 			    "character");
+		if (f->flags & API_F_NOCTL) {
+			for (size_t i = 0; i < n; i++) {
+				if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+					invalid(st, path->data, v, "must not contain "
+					    "control characters");
+					return;
+				}
+			}
+		}
 		if ((f->flags & API_F_IDENT) && !is_ident(s, n))
 			invalid(st, path->data, v, "must consist of lower case "
 			    "alphanumeric characters, '_', '-' or '.', and start and "

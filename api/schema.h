@@ -29,6 +29,7 @@ enum api_field_flags {
 	API_F_DNSNAME = 1u << 4,  /* strings: DNS-1123 subdomain */
 	API_F_IDENT = 1u << 5,    /* strings: [a-z0-9]([a-z0-9_.-]*[a-z0-9])? */
 	API_F_NONEMPTY = 1u << 6, /* strings, arrays, maps: at least one */
+	API_F_NOCTL = 1u << 7,    /* strings: no U+0001..U+001F, U+007F */
 };
 
 typedef struct api_field {

@@ -42,6 +42,9 @@ api_resp_status(api_resp *r, const api_status *st)
 	ki_buf_reset(&r->body);
 	r->code = st->code ? st->code : 500;
 	r->content_type = CT_JSON;
+	r->version[0] = '\0';
+	r->immutable = 0;
+	r->secret = 0;
 	r->etag[0] = '\0';
 	r->cache_control = NULL;
 	r->location[0] = '\0';
@@ -84,6 +87,38 @@ api_resp_warn(api_resp *r, const char *fmt, ...)
 	va_end(ap);
 	if ((r->warnings[r->nwarnings] = ki_buf_steal(&b, NULL)) != NULL)
 		r->nwarnings++;
+}
+
+int
+api_if_match(const char *if_match, uint64_t rv, api_resp *r)
+{
+	char tag[32];
+	size_t n;
+	const char *p = if_match;
+
+	if (p == NULL)
+		return 1;
+	n = (size_t)snprintf(tag, sizeof(tag), "\"%llu\"",
+	    (unsigned long long)rv);
+	while (*p != '\0') {
+		const char *e;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '*')
+			return 1;
+		if (*p != '"')
+			break;
+		e = strchr(p + 1, '"');
+		if (e == NULL)
+			break;
+		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
+			return 1;
+		p = e + 1;
+	}
+	api_resp_fail(r, 412, "PreconditionFailed", NULL, "If-Match: the "
+	    "object's current ETag is %s", tag);
+	return 0;
 }
 
 void

@@ -49,9 +49,18 @@ typedef struct api_resp {
 	int code;
 	ki_buf body;
 	const char *content_type;          /* static string */
+	/* What the answer is, for server/ to derive HTTP's validators and
+	 * caching from: its version changes whenever its content does (a
+	 * resourceVersion, a digest, a hash; empty: none); immutable content
+	 * never changes (it is named by its digest); a secret must not be
+	 * kept by any cache. */
+	char version[API_DIGEST_STRLEN + 1];
+	int immutable;
+	int secret;
+	/* HTTP's, set by server/ (etag, cache_control) from the above. */
 	char etag[API_DIGEST_STRLEN + 8];  /* quoted, or empty */
 	const char *cache_control;         /* static string, or NULL */
-	char location[512];
+	char location[512];                /* the path of the object created */
 	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
 	size_t nwarnings;
 	/* Set by an operation that waits for a group commit: the caller sets
@@ -67,6 +76,7 @@ typedef struct api_resp {
 	FILE *spill;
 	uint64_t spill_len;
 	const char *suffix;
+	const char *allow;                 /* a 405's Allow header (static) */
 } api_resp;
 
 void api_resp_init(api_resp *r);
@@ -80,6 +90,9 @@ void api_resp_fail(api_resp *r, int code, const char *reason,
 	__attribute__((format(printf, 5, 6)));
 void api_resp_warn(api_resp *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Fills r with the Status for a KI_* code (api_status_from_rc: the one
+ * place a code becomes an HTTP status); what says what failed. */
+void api_fail_rc(api_resp *r, int rc, const char *what);
 
 struct api_principal;
 
@@ -88,7 +101,14 @@ typedef struct api_write_opts {
 	int dry_run;                /* dryRun=All */
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */
+	const char *if_match;       /* the If-Match header, or NULL */
 } api_write_opts;
+
+/* Does the If-Match header value (NULL: no header) let a write go over the
+ * stored object of resourceVersion rv (whose ETag is "rv")? Strong
+ * comparison, or "*" (RFC 9110 13.1.1). When it does not, fills r with a
+ * 412 and returns 0. */
+int api_if_match(const char *if_match, uint64_t rv, api_resp *r);
 
 typedef struct api_list_opts {
 	const char *label_selector;
@@ -164,10 +184,9 @@ void api_stream_free(api_stream *s);
 
 void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r);
-/* GET objects/<digest>: the canonical content, immutable. if_none_match is
- * the request's If-None-Match header or NULL. */
-void api_get_digest(api_ctx *ctx, const char *digest, const char *if_none_match,
-	api_resp *r);
+/* GET objects/<digest>: the canonical content, immutable (its version is
+ * the digest). */
+void api_get_digest(api_ctx *ctx, const char *digest, api_resp *r);
 void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r);
 enum api_patch_type {

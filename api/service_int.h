@@ -42,9 +42,6 @@ struct api_principal;
 int api_may_write_stored(const struct api_principal *who, const store_obj *o,
 	api_resp *r);
 
-/* Fills r with the Status for a KI_* code. */
-void api_fail_rc(api_resp *r, int rc, const char *what);
-
 /* Fills r with the 404 Status for k's name (read.c). */
 void not_found(api_resp *r, const api_kind *k, const char *name, size_t len);
 

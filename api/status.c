@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kinds.h"
+#include "api/version.h"
 #include "lib/log.h"
 
 void

@@ -196,6 +196,14 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 		e->ndocs++;
 	}
 	json_object_put(v);
+	if (run == NULL) {
+		/* Shared objects go to their own collections: a bundle exists
+		 * to store a run with what it references. */
+		snprintf(p, sizeof(p), "%s%srun", prefix, *prefix ? "." : "");
+		api_status_cause(&e->st, "FieldValueRequired", p, "Required value: "
+		    "a bundle carries a run; upload a protocol, environment, "
+		    "workload or implementation alone to its own collection");
+	}
 	if (e->st.code != 0 || e->st.ncauses != 0 || run == NULL)
 		goto out;
 	/* The server never trusts a digest it did not compute: each bundled
@@ -579,6 +587,25 @@ article(const char *word)
 	return word[0] != '\0' && strchr("AEIOU", word[0]) != NULL ? "an" : "a";
 }
 
+/* Does the stored run o (borrowed) have sourceNative.source equal to
+ * source? Read from its stored spec. */
+static int
+run_has_source(const store_obj *o, const char *source)
+{
+	struct json_object *spec, *sn = NULL, *sv = NULL;
+	int same = 0;
+
+	spec = api_json_parse_len(o->json + o->spec_off, o->spec_len);
+	if (json_object_object_get_ex(spec, "sourceNative", &sn) &&
+	    json_object_object_get_ex(sn, "source", &sv) &&
+	    json_object_is_type(sv, json_type_string))
+		same = (size_t)json_object_get_string_len(sv) == strlen(source) &&
+		    memcmp(json_object_get_string(sv), source,
+		    strlen(source)) == 0;
+	json_object_put(spec);
+	return same;
+}
+
 /* Decides what writing d means against the store: 0 and d->created = 1 to
  * create, 0 and created = 0 when the content is already there, or a
  * failure described on st. */
@@ -697,6 +724,14 @@ check_doc(store_txn *txn, api_doc *d, api_status *st)
 			api_status_cause(st, "FieldValueNotFound", f, "Not found: "
 			    "\"%.253s\": no BenchmarkRun of that name is stored",
 			    run ? run : "");
+			api_status_details(st, d->kind->kind, d->name);
+			return KI_EINVAL;
+		}
+		if (d->scope_source != NULL &&
+		    !run_has_source(&o, d->scope_source)) {
+			api_status_fail(st, 403, "Forbidden", "this token may verify "
+			    "only runs whose sourceNative.source is \"%s\", and "
+			    "BenchmarkRun \"%.253s\" is not one", d->scope_source, run);
 			api_status_details(st, d->kind->kind, d->name);
 			return KI_EINVAL;
 		}
@@ -1187,6 +1222,11 @@ admit_element(element *e, const api_write_opts *opt, api_resp *r)
 		if (!api_may_write_object(opt->who, d->name,
 		    d->kind->id == API_RUN ? (src ? src : "") : NULL, &e->st)) {
 			api_status_details(&e->st, d->kind->kind, d->name);
+			e->failed = 1;
+		} else if (d->kind->id == API_VERIFICATION &&
+		    opt->who->source[0] != '\0' &&
+		    (d->scope_source = strdup(opt->who->source)) == NULL) {
+			api_status_from_rc(&e->st, KI_ENOMEM, "admitting");
 			e->failed = 1;
 		}
 	}

@@ -226,6 +226,7 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 		char *end;
 		double d, want;
 		long l;
+		int matched;
 
 		if (strncmp(key, "ms_", 3) == 0)
 			metric = 0;
@@ -255,9 +256,11 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 		if (stat < 0 || !api_json_number(val, &d))
 			continue;
 		want = d * (metric == 0 ? 1e6 : 1048576.0);
+		matched = 0;
 		for (size_t i = 0; i < n; i++) {
 			if (figs[i].metric != metric || figs[i].stat != stat)
 				continue;
+			matched = 1;
 			/* Normalized figures are rounded to whole ns or bytes. */
 			if (!close_enough(want, figs[i].value, 1.0)) {
 				snprintf(p, sizeof(p), "%s.sourceNative.metrics.%s", path,
@@ -269,6 +272,20 @@ check_native(struct json_object *spec, const char *path, const figure *figs,
 				    base_units[metric], fig_path(&figs[i], path, pa),
 				    figs[i].value);
 			}
+		}
+		if (!matched) {
+			/* The figure the source reported would be lost to every
+			 * query, plot and comparison, which read the normalized
+			 * ones only. */
+			snprintf(p, sizeof(p), "%s.sourceNative.metrics.%s", path,
+			    key);
+			api_status_cause(st, "FieldValueInvalid", p,
+			    "Invalid value: %.17g: %s is a %s %s that no normalized "
+			    "figure carries: add it as %s%s or as a measurements[] "
+			    "entry with metric \"%s\" and statistic \"%s\"", d, key,
+			    metric_names[metric], statname, metric == 0 ?
+			    "timing.latencyNs." : "a measurement", metric == 0 ?
+			    statname : "", metric_names[metric], statname);
 		}
 	}
 }

@@ -6,7 +6,7 @@
 # requests wrk counted) and wrk's p50 and p99, then the medians.
 #
 # usage: bench/ab.sh ROUNDS SECONDS LABEL=DAEMON [LABEL=DAEMON ...]
-#   KI_SHARED_DIR  where seed/ is (default: ../shared)
+#   KI_DATA_DIR    where seed/ is (default: tests/data)
 #   KI_AB_CONNS    connections (default 64)
 #   KI_AB_STORE    a store directory (its daemon stopped) copied afresh for
 #                  each round and binary, instead of an empty store
@@ -14,8 +14,8 @@ set -eu
 
 [ $# -ge 3 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
-SHARED=${KI_SHARED_DIR:-$HERE/../../shared}
-SEED=$SHARED/seed/embedding-full-huggingface-a100.json
+DATA=${KI_DATA_DIR:-$HERE/../tests/data}
+SEED=$DATA/seed/embedding-full-huggingface-a100.json
 CONNS=${KI_AB_CONNS:-64}
 THREADS=2
 [ "$CONNS" -ge 2 ] || THREADS=1

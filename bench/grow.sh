@@ -9,13 +9,13 @@
 # number across rounds.
 #
 # usage: bench/grow.sh ROUNDS RUNS SECONDS LABEL=DAEMON [LABEL=DAEMON ...]
-#   KI_SHARED_DIR  where seed/ is (default: ../shared)
+#   KI_DATA_DIR    where seed/ is (default: tests/data)
 set -eu
 
 [ $# -ge 4 ] || { sed -n '2,14p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
-SHARED=${KI_SHARED_DIR:-$HERE/../../shared}
-SEED=$SHARED/seed/embedding-full-huggingface-a100.json
+DATA=${KI_DATA_DIR:-$HERE/../tests/data}
+SEED=$DATA/seed/embedding-full-huggingface-a100.json
 ROUNDS=$1 RUNS=$2 DUR=$3
 shift 3
 command -v wrk >/dev/null || { echo "grow.sh: wrk is needed (apt-get install wrk)" >&2; exit 1; }

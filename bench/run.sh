@@ -10,7 +10,7 @@
 #   KI_DAEMON        the kernelindexd to measure (default: build the release
 #                    daemon in build/release); KI_CLI the kernelindex CLI
 #                    (default: next to KI_DAEMON)
-#   KI_SHARED_DIR    where seed/ and data/liger/ are (default: ../shared)
+#   KI_DATA_DIR      where seed/ and liger/ are (default: tests/data)
 #   KI_BENCH_RUNS    runs in the large list store (default 10000000)
 #   KI_BENCH_OUT     the results file (default bench/results.md)
 #   KI_BENCH_KEEP=1  keep the temporary directory
@@ -24,9 +24,9 @@ set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
-SHARED=${KI_SHARED_DIR:-$TOP/../shared}
-SEED=$SHARED/seed/embedding-full-huggingface-a100.json
-CSV=$SHARED/data/liger/all_benchmark_data.csv
+DATA=${KI_DATA_DIR:-$TOP/tests/data}
+SEED=$DATA/seed/embedding-full-huggingface-a100.json
+CSV=$DATA/liger/all_benchmark_data.csv
 TARGET_RUNS=${KI_BENCH_RUNS:-10000000}
 OUTFILE=${KI_BENCH_OUT:-$HERE/results.md}
 API=/apis/kernelindex.dev/v1alpha1
@@ -80,7 +80,7 @@ GEN=${KI_GEN:-$(dirname "$KI_DAEMON")/bench/kernelindex-gen}
 [ -x "$KI_DAEMON" ] || die "no daemon at $KI_DAEMON"
 [ -x "$KI_CLI" ] || die "no CLI at $KI_CLI"
 [ -x "$GEN" ] || die "no store generator at $GEN"
-[ -r "$SEED" ] && [ -r "$CSV" ] || die "no seed or CSV under $SHARED"
+[ -r "$SEED" ] && [ -r "$CSV" ] || die "no seed or CSV under $DATA"
 
 # ---- one temporary directory, every server stopped on exit ----
 T=$(mktemp -d "${TMPDIR:-/tmp}/kibench.XXXXXX")

@@ -21,8 +21,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 DAEMON = os.environ.get('KI_DAEMON') or os.path.join(
     HERE, '..', 'build', 'release', 'kernelindexd')
-SEED = os.path.join(os.environ.get('KI_SHARED_DIR') or
-                    os.path.join(HERE, '..', '..', 'shared'),
+SEED = os.path.join(os.environ.get('KI_DATA_DIR') or
+                    os.path.join(HERE, '..', 'tests', 'data'),
                     'seed', 'embedding-full-huggingface-a100.json')
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
 WRK_S = 8

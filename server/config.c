@@ -75,6 +75,10 @@ static const opt opts[] = {
 	  "concurrent connections from one address (0: no limit)" },
 	{ "connection-timeout", T_INT, F(connection_timeout), 0, "60", 1, 86400,
 	  "seconds an idle connection is kept" },
+	{ "request-timeout", T_INT, F(request_timeout), 0, "0", 0, 86400,
+	  "seconds a request's line, headers and body may take to arrive, "
+	  "however steadily they trickle in; a body gets one more second per "
+	  "64 KiB (0: the connection-timeout)" },
 	{ "tls-cert", T_STRING, F(tls_cert), sizeof(((ki_config *)0)->tls_cert),
 	  "", 0, 0, "PEM certificate (chain): serve HTTPS (with tls-key)" },
 	{ "tls-key", T_STRING, F(tls_key), sizeof(((ki_config *)0)->tls_key),

@@ -29,6 +29,7 @@ typedef struct ki_config {
 	int max_connections;
 	int max_per_ip;
 	int connection_timeout;
+	int request_timeout;        /* 0: connection_timeout */
 	int anonymous_reads;
 	char tls_cert[1024];
 	char tls_key[1024];

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 #include "store/store.h"
 #include "lib/log.h"
+#include "server/encode.h"
 #include "lib/thread.h"
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -33,7 +35,32 @@ struct http_server {
 	int lfd, wake[2];
 	pthread_t acceptor;
 	int accepting;
+	/* Connections whose request is being read, for the read deadline
+	 * (see reap_slow): the acceptor scans them once a second. */
+	pthread_mutex_t mu;
+	struct conn_track *conns;
+	uint64_t request_timeout_us;
+	uint64_t last_scan_us;
 };
+
+/* A body gets one more second of the request deadline per this many
+ * bytes received. */
+#define HTTP_MIN_BODY_RATE (64 * 1024)
+
+/* One connection's read deadline. The pool thread that owns the
+ * connection writes seq, phase_us, reading and body_bytes (atomics); the
+ * acceptor alone reads them and owns the rest. */
+typedef struct conn_track {
+	int fd;
+	uint32_t seq;               /* bumped when a new request may begin */
+	uint64_t phase_us;          /* when it could begin */
+	int reading;                /* its request is not read whole yet */
+	uint64_t body_bytes;        /* of its body, received so far */
+	uint32_t seen_seq;          /* acceptor: the phase begun_us is of */
+	uint64_t begun_us;          /* acceptor: its first bytes came; 0 */
+	int cut;                    /* acceptor: shut down already */
+	struct conn_track *prev, *next;
+} conn_track;
 
 /* Reads a whole PEM file into b (NUL-terminated). */
 static int
@@ -69,8 +96,15 @@ typedef struct req_ctx {
 	int too_large;
 	int status;
 	size_t bytes;
-	char method[12];
-	char path[256];
+	int started;               /* the handler's first call is done */
+	int head, get;             /* a HEAD, a GET request */
+	int nul;                   /* the target has an encoded NUL (%00) */
+	enc_inflater *gunzip;      /* Content-Encoding: gzip, or NULL */
+	int bad_gzip;              /* the gzip body does not inflate */
+	int oom;                   /* inflating ran out of memory */
+	conn_track *ct;            /* the connection's deadline, or NULL */
+	char method[16];
+	char target[400];          /* as received, escaped for the log */
 } req_ctx;
 
 static uint64_t
@@ -262,12 +296,113 @@ spill_response(api_resp *r, size_t *len)
 	return mr;
 }
 
+/* Does the If-None-Match list inm hold etag (weak comparison, RFC 9110
+ * 13.1.2), or "*"? */
+static int
+etag_listed(const char *inm, const char *etag)
+{
+	size_t n;
+
+	if (strncmp(etag, "W/", 2) == 0)
+		etag += 2;
+	n = strlen(etag);
+	while (*inm != '\0') {
+		const char *e;
+
+		while (*inm == ' ' || *inm == '\t' || *inm == ',')
+			inm++;
+		if (*inm == '*')
+			return 1;
+		if (strncmp(inm, "W/", 2) == 0)
+			inm += 2;
+		if (*inm != '"')
+			return 0;
+		e = strchr(inm + 1, '"');
+		if (e == NULL)
+			return 0;
+		if ((size_t)(e + 1 - inm) == n && memcmp(inm, etag, n) == 0)
+			return 1;
+		inm = e + 1;
+	}
+	return 0;
+}
+
+/* Turns the ETag of r weak: the bytes sent are another representation
+ * (compressed, or YAML) of the same content. */
+static void
+weaken_etag(api_resp *r)
+{
+	size_t n = strlen(r->etag);
+
+	if (n == 0 || strncmp(r->etag, "W/", 2) == 0 ||
+	    n + 3 > sizeof(r->etag))
+		return;
+	memmove(r->etag + 2, r->etag, n + 1);
+	memcpy(r->etag, "W/", 2);
+}
+
+/* The representation the request asked for: YAML for a JSON answer when
+ * Accept prefers it, gzip for a large one when Accept-Encoding takes it.
+ * Sets *vary to the Vary header's value (static). On a failure to
+ * convert, r is left as it was. */
+static void
+represent(struct MHD_Connection *c, api_resp *r, const char **vary,
+	int *gzipped)
+{
+	int json = r->content_type != NULL &&
+	    strncmp(r->content_type, "application/json", 16) == 0;
+	int big;
+
+	*vary = json ? "Accept" : NULL;
+	*gzipped = 0;
+	if (r->spill != NULL || r->code == 304 || r->body.data == NULL)
+		return;
+	if (json && enc_wants_yaml(MHD_lookup_connection_value(c,
+	    MHD_HEADER_KIND, "Accept"))) {
+		ki_buf y;
+
+		ki_buf_init(&y);
+		if (enc_yaml(r->body.data, r->body.len, &y) == KI_OK) {
+			ki_buf_free(&r->body);
+			r->body = y;
+			r->content_type = "application/yaml";
+			weaken_etag(r);
+		} else {
+			ki_buf_free(&y);
+		}
+	}
+	big = r->body.len >= ENC_GZIP_MIN && enc_compressible(r->content_type);
+	if (!big)
+		return;
+	*vary = json ? "Accept, Accept-Encoding" : "Accept-Encoding";
+	if (enc_accepts_gzip(MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "Accept-Encoding"))) {
+		ki_buf z;
+
+		ki_buf_init(&z);
+		if (enc_gzip(r->body.data, r->body.len, &z) == KI_OK) {
+			ki_buf_free(&r->body);
+			r->body = z;
+			weaken_etag(r);
+			*gzipped = 1;
+		} else {
+			ki_buf_free(&z);
+		}
+	}
+}
+
+/* Queues r. A HEAD gets the GET's headers and Content-Length, no body
+ * (libmicrohttpd leaves the body out). close_after: the request's framing
+ * is not to be trusted, so the connection ends with this answer. */
 static enum MHD_Result
-send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
+send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r,
+	int close_after)
 {
 	struct MHD_Response *mr;
 	enum MHD_Result ret;
 	size_t len = 0;
+	const char *vary;
+	int gzipped;
 	char *data;
 
 	if (r->body.oom) {
@@ -279,14 +414,22 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 		api_resp_status(r, &st);
 		api_status_free(&st);
 	}
-	if (r->spill != NULL && r->code != 304 && !head) {
+	if (r->code == 200 && r->etag[0] != '\0' && (rq->get || rq->head)) {
+		const char *inm = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    "If-None-Match");
+
+		if (inm != NULL && etag_listed(inm, r->etag))
+			r->code = 304;
+	}
+	represent(c, r, &vary, &gzipped);
+	if (r->spill != NULL && r->code != 304) {
 		mr = spill_response(r, &len);
 		if (mr == NULL)
 			return MHD_NO;
 		goto headers;
 	}
 	data = ki_buf_steal(&r->body, &len);
-	if (data == NULL || r->code == 304 || head) {
+	if (data == NULL || r->code == 304) {
 		free(data);
 		mr = MHD_create_response_from_buffer(0, (void *)(uintptr_t)"",
 		    MHD_RESPMEM_PERSISTENT);
@@ -302,6 +445,10 @@ send_resp(struct MHD_Connection *c, req_ctx *rq, api_resp *r, int head)
 headers:
 	if (r->code != 304)
 		MHD_add_response_header(mr, "Content-Type", r->content_type);
+	if (gzipped)
+		MHD_add_response_header(mr, "Content-Encoding", "gzip");
+	if (vary != NULL)
+		MHD_add_response_header(mr, "Vary", vary);
 	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
 	if (r->etag[0] != '\0')
 		MHD_add_response_header(mr, "ETag", r->etag);
@@ -309,6 +456,10 @@ headers:
 		MHD_add_response_header(mr, "Cache-Control", r->cache_control);
 	if (r->location[0] != '\0')
 		MHD_add_response_header(mr, "Location", r->location);
+	if (r->allow != NULL && r->code == 405)
+		MHD_add_response_header(mr, "Allow", r->allow);
+	if (close_after)
+		MHD_add_response_header(mr, "Connection", "close");
 	for (size_t i = 0; i < r->nwarnings; i++)
 		add_warning(mr, r->warnings[i]);
 	if (r->content_type != NULL &&
@@ -317,7 +468,7 @@ headers:
 		    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
 		    "base-uri 'none'; frame-ancestors 'none'");
 	rq->status = r->code;
-	rq->bytes = len;
+	rq->bytes = rq->head ? 0 : len;
 	ret = MHD_queue_response(c, (unsigned)r->code, mr);
 	MHD_destroy_response(mr);
 	return ret;
@@ -345,6 +496,314 @@ stream_wait(http_server *s, req_ctx *rq, store_job *job)
 	api_stream_submit(rq->stream, job, commit_done, rq);
 }
 
+/* Copies s into out (n bytes) for a log line: controls, DEL, '"', '\\'
+ * and bytes from 0x80 become \xHH, so a line is what was received and
+ * nothing a client sends can start another. Cut with "..." when long. */
+static void
+log_escape(char *out, size_t n, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t w = 0;
+
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (w + 8 >= n) {
+			memcpy(out + w, "...", 3);
+			w += 3;
+			break;
+		}
+		if (ch < 0x20 || ch >= 0x7f || ch == '"' || ch == '\\') {
+			out[w++] = '\\';
+			out[w++] = 'x';
+			out[w++] = hex[ch >> 4];
+			out[w++] = hex[ch & 15];
+		} else {
+			out[w++] = (char)ch;
+		}
+	}
+	out[w] = '\0';
+}
+
+/* libmicrohttpd's URI callback: the request target as received, before
+ * any decoding. The request's context starts here, so that the access log
+ * has the raw target even for a request refused before the handler. */
+static void *
+uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	http_server *s = cls;
+	req_ctx *rq = calloc(1, sizeof(*rq));
+
+	if (rq == NULL)
+		return NULL;
+	rq->start_us = now_us();
+	rq->conn = c;
+	api_resp_init(&rq->resp);
+	ki_buf_init(&rq->body);
+	log_escape(rq->target, sizeof(rq->target), uri);
+	/* Decoded, %00 would cut the path or a query value short. */
+	rq->nul = strstr(uri, "%00") != NULL;
+	__atomic_add_fetch(&s->rt->metrics->in_flight, 1, __ATOMIC_RELAXED);
+	return rq;
+}
+
+/* What the request's framing headers say, gathered over every header. */
+typedef struct framing {
+	int te;                    /* Transfer-Encoding headers */
+	int te_other;              /* one names a coding other than chunked */
+	char te_value[64];
+	int cl;                    /* Content-Length values */
+	int cl_bad;                /* one is not a number, or they differ */
+	char cl_first[24];
+} framing;
+
+/* Adds one Content-Length value (v[0..n), trimmed) to f. */
+static void
+framing_cl(framing *f, const char *v, size_t n)
+{
+	while (n > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (n == 0 || strspn(v, "0123456789") < n) {
+		f->cl_bad = 1;
+		return;
+	}
+	while (n > 1 && *v == '0') {
+		v++;
+		n--;
+	}
+	if (f->cl++ == 0) {
+		if (n >= sizeof(f->cl_first))
+			f->cl_bad = 1;
+		else
+			snprintf(f->cl_first, sizeof(f->cl_first), "%.*s", (int)n, v);
+	} else if (strlen(f->cl_first) != n || memcmp(f->cl_first, v, n) != 0) {
+		f->cl_bad = 1;
+	}
+}
+
+static enum MHD_Result
+framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+	const char *value)
+{
+	framing *f = cls;
+
+	(void)kind;
+	if (value == NULL)
+		value = "";
+	if (strcasecmp(key, "Transfer-Encoding") == 0) {
+		const char *v = value;
+		size_t n;
+
+		while (*v == ' ' || *v == '\t')
+			v++;
+		n = strlen(v);
+		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (f->te++ == 0)
+			snprintf(f->te_value, sizeof(f->te_value), "%.*s", (int)n, v);
+		if (n != 7 || strncasecmp(v, "chunked", 7) != 0)
+			f->te_other = 1;
+	} else if (strcasecmp(key, "Content-Length") == 0) {
+		const char *comma;
+
+		/* "5, 5" is a list of values (RFC 9110 8.6). */
+		while ((comma = strchr(value, ',')) != NULL) {
+			framing_cl(f, value, (size_t)(comma - value));
+			value = comma + 1;
+		}
+		framing_cl(f, value, strlen(value));
+	}
+	return MHD_YES;
+}
+
+/* Fills r with a 400 when the request's framing is ambiguous: read one
+ * way by a proxy in front and another here, its body could carry a
+ * request of its own (request smuggling). libmicrohttpd prefers
+ * Transfer-Encoding to Content-Length, takes the first of several
+ * Content-Lengths, and reads a body of an unknown coding until the
+ * connection closes. Returns 0 when the framing is sound. */
+static int
+framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
+{
+	framing f;
+
+	memset(&f, 0, sizeof(f));
+	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+	if (f.te > 0 && f.cl > 0)
+		api_resp_fail(r, 400, "BadRequest", NULL, "the request has both "
+		    "Transfer-Encoding and Content-Length: its length is "
+		    "ambiguous");
+	else if (f.te > 0 && strcmp(version, MHD_HTTP_VERSION_1_1) != 0)
+		api_resp_fail(r, 400, "BadRequest", NULL, "Transfer-Encoding is "
+		    "not allowed in an %.16s request", version);
+	else if (f.te > 1 || f.te_other)
+		api_resp_fail(r, 400, "BadRequest", NULL, "the transfer coding "
+		    "\"%s\" is not supported: send the body with Content-Length or "
+		    "Transfer-Encoding: chunked (alone, once)", f.te_value);
+	else if (f.cl_bad)
+		api_resp_fail(r, 400, "BadRequest", NULL, "the request's "
+		    "Content-Length is not one non-negative decimal number (several "
+		    "differing values, or not a number)");
+	else
+		return 0;
+	return -1;
+}
+
+/* Reads Content-Encoding: no coding (or identity) is 0; gzip starts an
+ * inflater; anything else fills r with a 415 and is -1. */
+static int
+body_coding(struct MHD_Connection *c, req_ctx *rq, api_resp *r)
+{
+	const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	    "Content-Encoding");
+
+	if (ce == NULL || *ce == '\0' || strcasecmp(ce, "identity") == 0)
+		return 0;
+	if (strcasecmp(ce, "gzip") == 0 || strcasecmp(ce, "x-gzip") == 0) {
+		if ((rq->gunzip = enc_inflate_new()) == NULL) {
+			api_resp_fail(r, 503, "ServiceUnavailable", NULL,
+			    "out of memory");
+			return -1;
+		}
+		return 0;
+	}
+	api_resp_fail(r, 415, "UnsupportedMediaType", NULL, "the "
+	    "Content-Encoding \"%.32s\" is not supported: send the body as it "
+	    "is, or gzip", ce);
+	return -1;
+}
+
+/* The connection's deadline record (set by conn_notify), or NULL. */
+static conn_track *
+track_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* The request is read whole: its connection is out of the deadline. */
+static void
+read_done(req_ctx *rq)
+{
+	if (rq->ct != NULL)
+		__atomic_store_n(&rq->ct->reading, 0, __ATOMIC_RELEASE);
+}
+
+/* A request's first handler call: checks what can be checked from the
+ * headers. Returns 1 when rq->resp holds an answer to send at once, with
+ * the connection closed after it. */
+static int
+first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
+	const char *url, const char *method, const char *version)
+{
+	const char *cl, *ct;
+	lookup lk = { c };
+	http_req req;
+
+	rq->started = 1;
+	log_escape(rq->method, sizeof(rq->method), method);
+	rq->head = strcmp(method, "HEAD") == 0;
+	rq->get = strcmp(method, "GET") == 0;
+	rq->ct = track_of(c);
+	if (framing_check(c, version, &rq->resp) != 0)
+		return 1;
+	if (rq->nul) {
+		api_resp_fail(&rq->resp, 400, "BadRequest", NULL, "the request "
+		    "target contains an encoded NUL (%%00), which no path or query "
+		    "value may hold");
+		return 1;
+	}
+	if (body_coding(c, rq, &rq->resp) != 0)
+		return 1;
+	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	rq->limit = router_body_limit(s->rt, ct);
+	rq->body.limit = rq->limit;
+	memset(&req, 0, sizeof(req));
+	req.method = method;
+	req.path = url;
+	req.arg = get_arg;
+	req.header = get_header;
+	req.cls = &lk;
+	req.loopback = is_loopback(c);
+	/* A compressed body is read whole (up to the limit for its type,
+	 * decompressed), not streamed. */
+	if (rq->gunzip == NULL)
+		rq->stream = router_stream_open(s->rt, &req, &rq->resp);
+	if (rq->stream != NULL)
+		rq->limit = s->rt->api->lim->max_stream_body;
+	else if (rq->resp.code != 0)
+		rq->discard = 1;
+	cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+	if (cl != NULL && strtoull(cl, NULL, 10) > rq->limit && !rq->discard) {
+		rq->too_large = 1;
+		api_stream_free(rq->stream);
+		rq->stream = NULL;
+	}
+	return 0;
+}
+
+/* Takes a piece of the request body. */
+static void
+take_body(http_server *s, req_ctx *rq, const char *data, size_t len)
+{
+	if (rq->ct != NULL)
+		__atomic_add_fetch(&rq->ct->body_bytes, len, __ATOMIC_RELAXED);
+	if (rq->stream != NULL) {
+		store_job *job = NULL;
+
+		/* Called again after a chunk's commit woke us. */
+		rq->waiting = 0;
+		api_stream_feed(rq->stream, data, len, &job);
+		if (job != NULL)
+			stream_wait(s, rq, job);
+		return;
+	}
+	if (rq->discard || rq->too_large || rq->bad_gzip || rq->oom)
+		return;
+	if (rq->gunzip != NULL) {
+		int rc = enc_inflate(rq->gunzip, data, len, &rq->body);
+
+		if (rc == KI_ELIMIT)
+			rq->too_large = 1;
+		else if (rc == KI_EINVAL)
+			rq->bad_gzip = 1;
+		else if (rc != KI_OK)
+			rq->oom = 1;
+	} else if (ki_buf_append(&rq->body, data, len) != KI_OK) {
+		rq->too_large = 1;
+	}
+	if (rq->too_large || rq->bad_gzip || rq->oom)
+		ki_buf_free(&rq->body);
+}
+
+/* A watch asked with HEAD: the headers its GET would have, and no
+ * stream. Its selectors are checked as the GET's would be. */
+static enum MHD_Result
+head_watch(struct MHD_Connection *c, req_ctx *rq, watch_params *w)
+{
+	api_query q;
+	api_resp *r = &rq->resp;
+	enum MHD_Result ret;
+
+	memset(&q, 0, sizeof(q));
+	if (api_query_parse(&q, w->kind, w->label_selector, w->field_selector,
+	    r) == KI_OK) {
+		api_query_free(&q);
+		r->code = 200;
+		r->cache_control = "no-store";
+	}
+	free(w->label_selector);
+	free(w->field_selector);
+	ret = send_resp(c, rq, r, 0);
+	return ret;
+}
+
 static enum MHD_Result
 handler(void *cls, struct MHD_Connection *c, const char *url,
 	const char *method, const char *version, const char *upload_data,
@@ -355,79 +814,27 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	api_resp *rp;
 	enum MHD_Result ret;
 	watch_params *watch = NULL;
+	int close_after = 0;
 
-	if (rq == NULL) {
-		const char *cl, *ct;
-
-		rq = calloc(1, sizeof(*rq));
-		if (rq == NULL)
-			return MHD_NO;
-		rq->start_us = now_us();
-		rq->conn = c;
-		api_resp_init(&rq->resp);
-		ki_buf_init(&rq->body);
-		snprintf(rq->method, sizeof(rq->method), "%s", method);
-		snprintf(rq->path, sizeof(rq->path), "%s", url);
-		*con_cls = rq;
-		__atomic_add_fetch(&s->rt->metrics->in_flight, 1, __ATOMIC_RELAXED);
-		ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-		    "Content-Type");
-		rq->limit = router_body_limit(s->rt, ct);
-		rq->body.limit = rq->limit;
-		{
-			lookup lk = { c };
-			http_req req;
-
-			memset(&req, 0, sizeof(req));
-			req.method = method;
-			req.path = url;
-			req.arg = get_arg;
-			req.header = get_header;
-			req.cls = &lk;
-			req.loopback = is_loopback(c);
-			rq->stream = router_stream_open(s->rt, &req, &rq->resp);
-			if (rq->stream != NULL)
-				rq->limit = s->rt->api->lim->max_stream_body;
-			else if (rq->resp.code != 0)
-				rq->discard = 1;
-		}
-		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-		    "Content-Length");
-		if (cl != NULL && strtoull(cl, NULL, 10) > rq->limit && !rq->discard) {
-			rq->too_large = 1;
-			api_stream_free(rq->stream);
-			rq->stream = NULL;
+	if (rq == NULL)
+		return MHD_NO;
+	if (!rq->started) {
+		if (first_call(s, c, rq, url, method, version)) {
+			read_done(rq);
+			close_after = 1;
+			rp = &rq->resp;
+			goto answer;
 		}
 		/* Answer on the next call: queueing now would close the
 		 * connection (measured: 5x slower under keep-alive). */
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
-		if (rq->stream != NULL) {
-			store_job *job = NULL;
-
-			/* Called again after a chunk's commit woke us. */
-			rq->waiting = 0;
-			api_stream_feed(rq->stream, upload_data, *upload_data_size,
-			    &job);
-			*upload_data_size = 0;
-			if (job != NULL)
-				stream_wait(s, rq, job);
-			return MHD_YES;
-		}
-		if (rq->discard) {
-			*upload_data_size = 0;
-			return MHD_YES;
-		}
-		if (!rq->too_large &&
-		    ki_buf_append(&rq->body, upload_data, *upload_data_size) !=
-		    KI_OK)
-			rq->too_large = 1;
+		take_body(s, rq, upload_data, *upload_data_size);
 		*upload_data_size = 0;
-		if (rq->too_large)
-			ki_buf_free(&rq->body);
 		return MHD_YES;
 	}
+	read_done(rq);
 	rp = &rq->resp;
 	if (rq->waiting) {
 		/* Resumed: the group commit is done and rp is the answer (or,
@@ -453,14 +860,24 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	if (rq->discard)
 		goto answer;
+	if (rq->gunzip != NULL && !rq->too_large && !rq->oom &&
+	    enc_inflate_end(rq->gunzip) != KI_OK)
+		rq->bad_gzip = 1;
 	if (rq->too_large) {
 		api_status st;
 
 		api_status_init(&st);
 		api_status_fail(&st, 413, "RequestEntityTooLarge", "the request body "
-		    "is larger than the limit of %zu bytes", rq->limit);
+		    "is larger than the limit of %zu bytes%s", rq->limit,
+		    rq->gunzip != NULL ? " (decompressed)" : "");
 		api_resp_status(rp, &st);
 		api_status_free(&st);
+	} else if (rq->bad_gzip) {
+		api_resp_fail(rp, 400, "BadRequest", NULL, "the request body is "
+		    "not valid gzip (Content-Encoding: gzip)");
+	} else if (rq->oom) {
+		api_resp_fail(rp, 503, "ServiceUnavailable", NULL, "out of memory "
+		    "while decompressing the request body");
 	} else {
 		lookup lk = { c };
 		http_req req;
@@ -475,6 +892,11 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		req.body_len = rq->body.len;
 		req.loopback = is_loopback(c);
 		router_dispatch(s->rt, &req, rp, &watch);
+		if (watch != NULL && rq->head) {
+			ret = head_watch(c, rq, watch);
+			free(watch);
+			goto done;
+		}
 		if (watch != NULL) {
 			rq->status = 200;
 			watch->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
@@ -493,7 +915,8 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		}
 	}
 answer:
-	ret = send_resp(c, rq, rp, strcmp(method, "HEAD") == 0);
+	ret = send_resp(c, rq, rp, close_after);
+done:
 	api_resp_free(rp);
 	api_resp_init(rp);
 	ki_buf_free(&rq->body);
@@ -507,26 +930,130 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	http_server *s = cls;
 	req_ctx *rq = *con_cls;
 	server_metrics *m = s->rt->metrics;
-	uint64_t us;
+	uint64_t now, us;
 	int cls_idx;
+	conn_track *ct;
 
-	(void)c;
 	if (rq == NULL)
 		return;
-	us = now_us() - rq->start_us;
+	now = now_us();
+	us = now - rq->start_us;
+	/* The next request on this connection may start arriving now. */
+	ct = rq->started ? rq->ct : track_of(c);
+	if (ct != NULL) {
+		__atomic_store_n(&ct->phase_us, now, __ATOMIC_RELAXED);
+		__atomic_store_n(&ct->body_bytes, 0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&ct->seq, 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&ct->reading, 1, __ATOMIC_RELEASE);
+	}
 	cls_idx = rq->status >= 100 && rq->status < 600 ? rq->status / 100 : 0;
 	__atomic_add_fetch(&m->requests[cls_idx], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->bytes_out, rq->bytes, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&m->duration_us, us, __ATOMIC_RELAXED);
 	__atomic_sub_fetch(&m->in_flight, 1, __ATOMIC_RELAXED);
-	log_info("%s %s %d %zu %lluus%s", rq->method, rq->path, rq->status,
-	    rq->bytes, (unsigned long long)us,
+	log_info("%s \"%s\" %d %zu %lluus%s", rq->method[0] ? rq->method : "-",
+	    rq->target, rq->status, rq->bytes, (unsigned long long)us,
 	    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted");
 	ki_buf_free(&rq->body);
 	api_stream_free(rq->stream);
+	enc_inflate_free(rq->gunzip);
 	api_resp_free(&rq->resp);
 	free(rq);
 	*con_cls = NULL;
+}
+
+/* Keeps the deadline records of the connections (libmicrohttpd tells of
+ * each before it closes the socket, so a record's fd is never another
+ * connection's). */
+static void
+conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+	enum MHD_ConnectionNotificationCode code)
+{
+	http_server *s = cls;
+	conn_track *t = *socket_context;
+
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* Without a record the connection has only the idle timeout. */
+		if (ci == NULL || (t = calloc(1, sizeof(*t))) == NULL)
+			return;
+		t->fd = ci->connect_fd;
+		t->phase_us = now_us();
+		t->reading = 1;
+		pthread_mutex_lock(&s->mu);
+		t->next = s->conns;
+		if (s->conns != NULL)
+			s->conns->prev = t;
+		s->conns = t;
+		pthread_mutex_unlock(&s->mu);
+		*socket_context = t;
+		return;
+	}
+	if (t == NULL)
+		return;
+	pthread_mutex_lock(&s->mu);
+	if (t->prev != NULL)
+		t->prev->next = t->next;
+	else
+		s->conns = t->next;
+	if (t->next != NULL)
+		t->next->prev = t->prev;
+	pthread_mutex_unlock(&s->mu);
+	free(t);
+	*socket_context = NULL;
+}
+
+/* Closes the connections whose request has been arriving for longer than
+ * the request timeout (plus a second per HTTP_MIN_BODY_RATE bytes of
+ * body): the idle timeout alone lets a client that sends a byte now and
+ * then hold a connection for ever. A request has begun when the socket
+ * received data after the previous answer (TCP_INFO), so time spent idle
+ * between requests does not count. Runs on the acceptor, once a second. */
+static void
+reap_slow(http_server *s)
+{
+	uint64_t now = now_us();
+
+	if (now - s->last_scan_us < 1000000)
+		return;
+	s->last_scan_us = now;
+	pthread_mutex_lock(&s->mu);
+	for (conn_track *t = s->conns; t != NULL; t = t->next) {
+		uint32_t seq;
+		uint64_t limit;
+
+		if (!__atomic_load_n(&t->reading, __ATOMIC_ACQUIRE) || t->cut)
+			continue;
+		seq = __atomic_load_n(&t->seq, __ATOMIC_ACQUIRE);
+		if (seq != t->seen_seq) {
+			t->seen_seq = seq;
+			t->begun_us = 0;
+		}
+		if (t->begun_us == 0) {
+			struct tcp_info ti;
+			socklen_t len = sizeof(ti);
+			uint64_t since_ms = (now - __atomic_load_n(&t->phase_us,
+			    __ATOMIC_RELAXED)) / 1000;
+
+			memset(&ti, 0, sizeof(ti));
+			if (getsockopt(t->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
+			    (uint64_t)ti.tcpi_last_data_recv + 10 >= since_ms)
+				continue;
+			t->begun_us = now - (uint64_t)ti.tcpi_last_data_recv * 1000;
+		}
+		limit = s->request_timeout_us + __atomic_load_n(&t->body_bytes,
+		    __ATOMIC_RELAXED) / HTTP_MIN_BODY_RATE * 1000000;
+		if (now - t->begun_us > limit) {
+			log_info("http: closing a connection whose request has been "
+			    "arriving for %llu s", (unsigned long long)
+			    ((now - t->begun_us) / 1000000));
+			shutdown(t->fd, SHUT_RDWR);
+			t->cut = 1;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void
@@ -560,6 +1087,7 @@ http_free(http_server *s)
 	if (s->key.data != NULL)
 		OPENSSL_cleanse(s->key.data, s->key.len);
 	ki_buf_free(&s->key);
+	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
 
@@ -582,7 +1110,9 @@ accept_loop(void *arg)
 		socklen_t len = sizeof(ss);
 		int fd;
 
-		if (poll(p, 2, -1) < 0) {
+		int n = poll(p, 2, 1000);
+
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			log_error("http: poll on the listening socket: %s",
@@ -591,6 +1121,9 @@ accept_loop(void *arg)
 		}
 		if (p[1].revents != 0)
 			return NULL;
+		reap_slow(s);
+		if (n == 0)
+			continue;
 		fd = accept4(s->lfd, (struct sockaddr *)&ss, &len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
@@ -678,6 +1211,9 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	s->rt = rt;
 	s->hub = hub;
 	s->lfd = s->wake[0] = s->wake[1] = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	s->request_timeout_us = (uint64_t)(cfg->request_timeout > 0 ?
+	    cfg->request_timeout : cfg->connection_timeout) * 1000000;
 	ki_buf_init(&s->cert);
 	ki_buf_init(&s->key);
 	if (cfg->tls_cert[0] != '\0') {
@@ -718,6 +1254,8 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->connection_timeout,
 	    MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
+	    MHD_OPTION_URI_LOG_CALLBACK, uri_log, s,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
 	    MHD_OPTION_END);
 	if (s->d == NULL) {
 		http_free(s);

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/admin.h"
 #include "api/auth.h"
-#include "api/jcs.h"
-#include "api/kinds.h"
+#include "store/store.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -22,21 +22,6 @@
 #include "server/router.h"
 #include "server/verifier.h"
 #include "server/watch.h"
-#include "store/lmdb.h"
-#include "store/store.h"
-
-/* The store's log hook: its lines go to the daemon's log. */
-static void
-daemon_store_log(void *arg, int level, const char *msg)
-{
-	(void)arg;
-	if (level == STORE_LOG_ERROR)
-		log_error("%s", msg);
-	else if (level == STORE_LOG_WARN)
-		log_warn("%s", msg);
-	else
-		log_info("%s", msg);
-}
 
 static double
 wall_now(void)
@@ -69,8 +54,6 @@ static int
 token_command(const ki_config *cfg, int argc, char **argv)
 {
 	const char *role = NULL, *source = NULL, *prefix = NULL, *desc = NULL;
-	store_options so;
-	store_lmdb_options lo;
 	store *st = NULL;
 	int rc;
 
@@ -95,15 +78,8 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			return 2;
 		}
 	}
-	memset(&so, 0, sizeof(so));
-	so.log = daemon_store_log;
-	memset(&lo, 0, sizeof(lo));
-	lo.map_size = cfg->map_size;
-	lo.map_max = cfg->map_max;
-	so.history = cfg->history;
-	so.facets = api_store_facets;
-	so.shared = 1;
-	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
@@ -142,10 +118,10 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			fprintf(stderr, "token %s revoked\n", argv[1]);
 	} else {
 		fprintf(stderr, "kernelindexd token: create, list or revoke ID\n");
-		store_close(st);
+		api_store_close(st);
 		return 2;
 	}
-	store_close(st);
+	api_store_close(st);
 	if (rc != KI_OK && rc != KI_EINVAL)
 		fprintf(stderr, "kernelindexd token: %s\n", ki_strerror(rc));
 	return rc == KI_OK ? 0 : 1;
@@ -157,79 +133,33 @@ token_command(const ki_config *cfg, int argc, char **argv)
 static int
 backup_command(const ki_config *cfg, int argc, char **argv)
 {
-	store_options so;
-	store_lmdb_options lo;
 	store *st = NULL;
-	int fd, rc;
+	long long bytes;
+	int rc, err;
 
 	if (argc != 1) {
 		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] backup FILE\n");
 		return 2;
 	}
-	memset(&so, 0, sizeof(so));
-	so.log = daemon_store_log;
-	memset(&lo, 0, sizeof(lo));
-	lo.map_size = cfg->map_size;
-	lo.map_max = cfg->map_max;
-	so.history = cfg->history;
-	so.facets = api_store_facets;
-	so.shared = 1;
-	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    cfg->data_dir, ki_strerror(rc));
 		return 1;
 	}
-	fd = open(argv[0], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0) {
+	rc = api_backup_file(st, argv[0], &bytes, &err);
+	api_store_close(st);
+	if (err != 0) {
 		fprintf(stderr, "kernelindexd backup: %s: %s\n", argv[0],
-		    strerror(errno));
-		store_close(st);
+		    strerror(err));
 		return 1;
 	}
-	rc = store_lmdb_backup_fd(st, fd);
-	if (rc == KI_OK && fsync(fd) != 0)
-		rc = KI_EIO;
-	close(fd);
-	store_close(st);
 	if (rc != KI_OK) {
-		unlink(argv[0]);
 		fprintf(stderr, "kernelindexd backup: %s\n", ki_strerror(rc));
 		return 1;
 	}
 	fprintf(stderr, "backup of %s written to %s\n", cfg->data_dir, argv[0]);
 	return 0;
-}
-
-/* fsck: the digest of o recomputed from its content, as the by-digest
- * endpoint serves it; 0 when it is o's. */
-static int
-fsck_digest(void *arg, const store_obj *o)
-{
-	const api_kind *k = api_kind_by_id(o->kind);
-	uint8_t got[API_DIGEST_LEN];
-	ki_buf b;
-	int bad = 1;
-
-	(void)arg;
-	if (k == NULL)
-		return 1;
-	ki_buf_init(&b);
-	ki_buf_printf(&b, "{\"apiVersion\":\"" API_GROUP_VERSION
-	    "\",\"kind\":\"%s\",\"spec\":", k->kind);
-	ki_buf_append(&b, o->json + o->spec_off, o->spec_len);
-	ki_buf_putc(&b, '}');
-	if (!b.oom && api_sha256(b.data, b.len, got) == KI_OK)
-		bad = memcmp(got, o->digest, API_DIGEST_LEN) != 0;
-	ki_buf_free(&b);
-	return bad;
-}
-
-static void
-fsck_problem(void *arg, uint64_t id, const char *what)
-{
-	(void)arg;
-	printf("object of kind %d, number %llu: %s\n", store_id_kind(id),
-	    (unsigned long long)(id & ((UINT64_C(1) << 56) - 1)), what);
 }
 
 /* kernelindexd [--data-dir DIR] fsck [--repair]: checks every stored
@@ -238,8 +168,6 @@ fsck_problem(void *arg, uint64_t id, const char *what)
 static int
 fsck_command(const ki_config *cfg, int argc, char **argv)
 {
-	store_options so;
-	store_lmdb_options lo;
 	store_verify_stats vs;
 	store *st = NULL;
 	int repair = argc == 1 && strcmp(argv[0], "--repair") == 0, rc;
@@ -249,22 +177,15 @@ fsck_command(const ki_config *cfg, int argc, char **argv)
 		    "[--repair]\n");
 		return 2;
 	}
-	memset(&so, 0, sizeof(so));
-	so.log = daemon_store_log;
-	memset(&lo, 0, sizeof(lo));
-	lo.map_size = cfg->map_size;
-	lo.map_max = cfg->map_max;
-	so.history = cfg->history;
-	so.facets = api_store_facets;
-	so.shared = !repair;
-	if ((rc = store_lmdb_open(&st, cfg->data_dir, &so, &lo)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, !repair, 0)) != KI_OK) {
 		fprintf(stderr, "kernelindexd fsck: cannot open the store in %s: "
 		    "%s%s\n", cfg->data_dir, ki_strerror(rc), rc == KI_EBUSY ?
 		    " (--repair needs the daemon stopped)" : "");
 		return 1;
 	}
-	rc = store_verify(st, repair, fsck_digest, fsck_problem, NULL, &vs);
-	store_close(st);
+	rc = api_fsck(st, repair, stdout, &vs);
+	api_store_close(st);
 	if (rc != KI_OK) {
 		fprintf(stderr, "kernelindexd fsck: %s: the check stopped after "
 		    "%llu objects: %s\n", cfg->data_dir,
@@ -304,8 +225,6 @@ main(int argc, char **argv)
 	int check = 0, sig, rc = 1, sub = 0, sub_argc = 0;
 	char **sub_argv = NULL;
 	store *st = NULL;
-	store_options so;
-	store_lmdb_options lo;
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
@@ -404,15 +323,8 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	memset(&so, 0, sizeof(so));
-	so.log = daemon_store_log;
-	memset(&lo, 0, sizeof(lo));
-	lo.map_size = cfg.map_size;
-	lo.map_max = cfg.map_max;
-	so.history = cfg.history;
-	so.facets = api_store_facets;
-	so.nosync = !cfg.sync;
-	if ((rc = store_lmdb_open(&st, cfg.data_dir, &so, &lo)) != KI_OK) {
+	if ((rc = api_store_open(&st, cfg.data_dir, cfg.map_size, cfg.map_max,
+	    cfg.history, 0, !cfg.sync)) != KI_OK) {
 		log_error("cannot open the store in %s: %s", cfg.data_dir,
 		    ki_strerror(rc));
 		return 1;
@@ -425,7 +337,7 @@ main(int argc, char **argv)
 	memset(&metrics, 0, sizeof(metrics));
 	if (watch_hub_create(&hub, &api, cfg.history) != KI_OK) {
 		log_error("cannot start the watch hub");
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	hk.hub = hub;
@@ -437,14 +349,14 @@ main(int argc, char **argv)
 	    KI_OK) {
 		log_error("cannot start the verification controller");
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	api.committer = committer;
@@ -457,20 +369,16 @@ main(int argc, char **argv)
 		store_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
-		store_close(st);
+		api_store_close(st);
 		return 1;
 	}
 	log_info("kernelindexd %s listening on %s (port %u), store %s%s",
 	    PACKAGE_VERSION, cfg.listen, http_port(hs), cfg.data_dir,
 	    cfg.sync ? "" : " (sync off: a crash can lose acknowledged writes)");
 	{
-		store_txn *t;
 		uint64_t ntok = 0;
 
-		if (store_begin(st, 0, &t) == KI_OK) {
-			store_token_count(t, &ntok);
-			store_abort(t);
-		}
+		api_token_count(st, &ntok);
 		if (ntok == 0)
 			log_info("no tokens are configured: writes are accepted from "
 			    "loopback clients only");
@@ -491,7 +399,7 @@ main(int argc, char **argv)
 	store_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
-	store_close(st);
+	api_store_close(st);
 	log_info("stopped cleanly");
 	return 0;
 }

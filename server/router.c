@@ -10,14 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/admin.h"
 #include "api/auth.h"
-#include "api/object.h"
-#include "api/parts.h"
-#include <openssl/crypto.h>
-#include "api/kinds.h"
 #include "api/table.h"
-#include "store/lmdb.h"
-#include "store/store.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
 
@@ -35,11 +30,45 @@ not_found(api_resp *r)
 	    "resource");
 }
 
+/* allow: the methods the resource takes, for the Allow header (static). */
 static void
-method_not_allowed(api_resp *r, const char *method)
+method_not_allowed(api_resp *r, const char *method, const char *allow)
 {
 	fail(r, 405, "MethodNotAllowed", "the server does not allow the method "
-	    "%s for the requested resource", method);
+	    "%.16s for the requested resource", method);
+	r->allow = allow;
+}
+
+#define ALLOW_READ "GET, HEAD"
+#define ALLOW_COLLECTION "GET, HEAD, POST"
+#define ALLOW_ITEM "GET, HEAD, PUT, PATCH, DELETE"
+
+/* A boolean query parameter read as Go's strconv.ParseBool does: *out is
+ * 0 or 1 (0 when absent or empty). Returns -1 with r filled (400 naming
+ * the parameter) on any other value. */
+static int
+bool_arg(const http_req *req, const char *name, int *out, api_resp *r)
+{
+	static const char *const yes[] = { "1", "t", "T", "TRUE", "true",
+		"True" };
+	static const char *const no[] = { "0", "f", "F", "FALSE", "false",
+		"False" };
+	const char *v = req->arg(req->cls, name);
+
+	*out = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcmp(v, yes[i]) == 0) {
+			*out = 1;
+			return 0;
+		}
+		if (strcmp(v, no[i]) == 0)
+			return 0;
+	}
+	api_resp_fail(r, 400, "BadRequest", name, "invalid %s value \"%.32s\": "
+	    "a boolean is expected (true or false, 1 or 0, t or f)", name, v);
+	return -1;
 }
 
 /* Media type without parameters, lower-cased, into out. */
@@ -60,9 +89,10 @@ media_type(const char *ct, char *out, size_t n)
 static int
 is_ndjson(const char *mt)
 {
+	/* Not application/json-seq: its records start with RS (RFC 7464),
+	 * which the NDJSON reader would take for part of a document. */
 	return strcmp(mt, "application/x-ndjson") == 0 ||
-	    strcmp(mt, "application/jsonl") == 0 ||
-	    strcmp(mt, "application/json-seq") == 0;
+	    strcmp(mt, "application/jsonl") == 0;
 }
 
 size_t
@@ -80,10 +110,10 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 {
 	const char *dry = req->arg(req->cls, "dryRun");
 	const char *fv = req->arg(req->cls, "fieldValidation");
-	const char *atomic = req->arg(req->cls, "atomic");
 
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
+	o->if_match = req->header(req->cls, "If-Match");
 	if (dry != NULL && *dry != '\0') {
 		if (strcmp(dry, "All") != 0) {
 			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
@@ -103,16 +133,25 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 		    "use Strict, Warn or Ignore", fv);
 		return -1;
 	}
-	if (atomic != NULL && (strcmp(atomic, "true") == 0 ||
-	    strcmp(atomic, "1") == 0))
-		o->atomic = 1;
-	else if (atomic != NULL && *atomic != '\0' &&
-	    strcmp(atomic, "false") != 0 && strcmp(atomic, "0") != 0) {
-		fail(r, 400, "BadRequest", "invalid atomic value \"%.32s\": use true "
-		    "or false", atomic);
-		return -1;
-	}
-	return 0;
+	return bool_arg(req, "atomic", &o->atomic, r);
+}
+
+/* If-Match on a POST to a collection: the collection has no ETag, so only
+ * "*" (it exists) holds; anything else is a 412 rather than ignored. */
+static int
+collection_if_match(const api_write_opts *o, api_resp *r)
+{
+	const char *p = o->if_match;
+
+	if (p == NULL)
+		return 0;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (p[0] == '*' && p[strspn(p + 1, " \t") + 1] == '\0')
+		return 0;
+	fail(r, 412, "PreconditionFailed", "If-Match: a collection has no ETag "
+	    "(send If-Match with a PUT, PATCH or DELETE of one object)");
+	return -1;
 }
 
 static int
@@ -152,12 +191,6 @@ include_of(const http_req *req)
 	return API_INCLUDE_NONE;
 }
 
-static int
-is_true(const char *v)
-{
-	return v != NULL && (strcmp(v, "true") == 0 || strcmp(v, "1") == 0);
-}
-
 static void
 start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	watch_params **watch)
@@ -170,31 +203,40 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	char *end;
 
 	if (p == NULL) {
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "starting the watch");
 		return;
 	}
 	p->kind = k;
 	p->table = wants_table(req);
 	p->include = include_of(req);
-	p->bookmarks = is_true(req->arg(req->cls, "allowWatchBookmarks"));
+	if (bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
+		free(p);
+		return;
+	}
 	if (rv == NULL || *rv == '\0' || strcmp(rv, "0") == 0) {
 		p->initial = 1;
 	} else {
+		errno = 0;
 		p->rv = strtoull(rv, &end, 10);
-		if (*end != '\0' || rv[0] == '-') {
+		if (*end != '\0' || errno != 0 || rv[0] < '0' || rv[0] > '9') {
 			free(p);
-			fail(r, 400, "BadRequest", "invalid resourceVersion \"%.32s\": "
-			    "a decimal number is expected", rv);
+			api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+			    "invalid resourceVersion \"%.32s\": a decimal number "
+			    "below 2^64 is expected", rv);
 			return;
 		}
 	}
 	if (to != NULL && *to != '\0') {
-		long v = strtol(to, &end, 10);
+		long v;
 
-		if (*end != '\0' || v < 0) {
+		errno = 0;
+		v = strtol(to, &end, 10);
+		if (*end != '\0' || errno != 0 || v < 0 || to[0] < '0' ||
+		    to[0] > '9') {
 			free(p);
-			fail(r, 400, "BadRequest", "invalid timeoutSeconds \"%.32s\"",
-			    to);
+			api_resp_fail(r, 400, "BadRequest", "timeoutSeconds",
+			    "invalid timeoutSeconds \"%.32s\": a non-negative "
+			    "integer is expected", to);
 			return;
 		}
 		p->timeout = v > 86400 ? 86400 : (int)v;
@@ -212,8 +254,11 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		api_list_opts lo;
 		const char *limit = req->arg(req->cls, "limit");
 		char *end;
+		int w;
 
-		if (is_true(req->arg(req->cls, "watch"))) {
+		if (bool_arg(req, "watch", &w, r) != 0)
+			return;
+		if (w) {
 			start_watch(k, req, r, watch);
 			return;
 		}
@@ -231,6 +276,21 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 			}
 			lo.limit = v;
 		}
+		{
+			/* A list is served at the newest version, which satisfies
+			 * any version a client names; one that is no version is a
+			 * mistake to report, not to pass over. */
+			const char *rv = req->arg(req->cls, "resourceVersion");
+
+			if (rv != NULL && *rv != '\0' &&
+			    (strspn(rv, "0123456789") != strlen(rv) ||
+			    strlen(rv) > 20)) {
+				api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+				    "invalid resourceVersion \"%.32s\": a decimal "
+				    "number is expected", rv);
+				return;
+			}
+		}
 		lo.continue_token = req->arg(req->cls, "continue");
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");
@@ -242,7 +302,8 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		char mt[128];
 		const char *ct = req->header(req->cls, "Content-Type");
 
-		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    collection_if_match(&wo, r) != 0)
 			return;
 		media_type(ct, mt, sizeof(mt));
 		/* curl --data-binary sends application/x-www-form-urlencoded
@@ -260,7 +321,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		    r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, ALLOW_COLLECTION);
 }
 
 static void
@@ -330,10 +391,19 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			    "patch) or application/apply-patch+yaml", mt);
 			return;
 		}
+		{
+			int force;
+
+			/* Server-side apply's force: the store keeps no field
+			 * managers, so there are no conflicts for it to override;
+			 * the value is still checked. */
+			if (bool_arg(req, "force", &force, r) != 0)
+				return;
+		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, ALLOW_ITEM);
 }
 
 static void
@@ -347,13 +417,10 @@ text(api_resp *r, int code, const char *body)
 static void
 readyz(router *rt, api_resp *r)
 {
-	store_txn *t;
-
-	if (store_begin(rt->api->st, 0, &t) != KI_OK) {
+	if (api_ready(rt->api) != KI_OK) {
 		text(r, 503, "store not ready\n");
 		return;
 	}
-	store_abort(t);
 	text(r, 200, "ok\n");
 }
 
@@ -363,7 +430,6 @@ metrics(router *rt, api_resp *r)
 	static const char *const classes[] = { "other", "1xx", "2xx", "3xx",
 		"4xx", "5xx" };
 	server_metrics *m = rt->metrics;
-	store_lmdb_stats ss;
 	ki_buf *b = &r->body;
 
 	ki_buf_puts(b, "# HELP kernelindex_http_requests_total HTTP requests "
@@ -385,92 +451,7 @@ metrics(router *rt, api_resp *r)
 	    (unsigned long long)__atomic_load_n(&m->bytes_out, __ATOMIC_RELAXED),
 	    (double)__atomic_load_n(&m->duration_us, __ATOMIC_RELAXED) / 1e6,
 	    (unsigned long long)__atomic_load_n(&m->in_flight, __ATOMIC_RELAXED));
-	{
-		static const char *const paths[API_LIST_PATHS] = { "name", "index",
-			"range" };
-		const api_list_stats *ls = &rt->api->lists;
-
-		ki_buf_puts(b, "# HELP kernelindex_list_requests_total Lists, by "
-		    "how they were served: a name lookup, index postings, or a "
-		    "read of the kind in order.\n# TYPE "
-		    "kernelindex_list_requests_total counter\n");
-		for (int i = 0; i < API_LIST_PATHS; i++)
-			ki_buf_printf(b, "kernelindex_list_requests_total{path=\"%s\"} "
-			    "%llu\n", paths[i], (unsigned long long)
-			    __atomic_load_n(&ls->requests[i], __ATOMIC_RELAXED));
-		ki_buf_printf(b, "# HELP kernelindex_list_objects_examined_total "
-		    "Objects lists read and matched against their selectors.\n"
-		    "# TYPE kernelindex_list_objects_examined_total counter\n"
-		    "kernelindex_list_objects_examined_total %llu\n"
-		    "# HELP kernelindex_list_items_returned_total Items lists "
-		    "answered.\n# TYPE kernelindex_list_items_returned_total "
-		    "counter\nkernelindex_list_items_returned_total %llu\n",
-		    (unsigned long long)__atomic_load_n(&ls->examined,
-		    __ATOMIC_RELAXED), (unsigned long long)__atomic_load_n(
-		    &ls->returned, __ATOMIC_RELAXED));
-	}
-	{
-		store_commit_stats cs;
-
-		store_committer_stats(rt->api->committer, &cs);
-		ki_buf_printf(b, "# HELP kernelindex_commit_batches_total Synced "
-		    "commits of the group committer.\n# TYPE "
-		    "kernelindex_commit_batches_total counter\n"
-		    "kernelindex_commit_batches_total %llu\n"
-		    "# HELP kernelindex_commit_requests_total Write requests those "
-		    "commits carried.\n# TYPE kernelindex_commit_requests_total "
-		    "counter\nkernelindex_commit_requests_total %llu\n"
-		    "# HELP kernelindex_commit_redone_total Batches run again with "
-		    "each request in a transaction of its own, after one failed "
-		    "having written.\n# TYPE kernelindex_commit_redone_total "
-		    "counter\nkernelindex_commit_redone_total %llu\n"
-		    "# HELP kernelindex_commit_seconds_total Time in commits (page "
-		    "writes and syncs).\n# TYPE kernelindex_commit_seconds_total "
-		    "counter\nkernelindex_commit_seconds_total %.6f\n",
-		    (unsigned long long)cs.batches, (unsigned long long)cs.jobs,
-		    (unsigned long long)cs.redone, (double)cs.commit_us / 1e6);
-	}
-	ki_buf_printf(b, "# HELP kernelindex_bundle_parts_remembered_total "
-	    "Bundle parts taken from memory (the same bytes validated before) "
-	    "instead of parsed again.\n# TYPE "
-	    "kernelindex_bundle_parts_remembered_total counter\n"
-	    "kernelindex_bundle_parts_remembered_total %llu\n",
-	    (unsigned long long)api_part_hits());
-	if (store_lmdb_stat(rt->api->st, &ss) == KI_OK)
-		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
-		    "# TYPE kernelindex_store_map_bytes gauge\n"
-		    "kernelindex_store_map_bytes %llu\n"
-		    "# HELP kernelindex_store_used_bytes LMDB pages in use.\n"
-		    "# TYPE kernelindex_store_used_bytes gauge\n"
-		    "kernelindex_store_used_bytes %llu\n"
-		    "# HELP kernelindex_store_log_bytes Redo log written since the "
-		    "last checkpoint.\n# TYPE kernelindex_store_log_bytes gauge\n"
-		    "kernelindex_store_log_bytes %llu\n"
-		    "# HELP kernelindex_store_checkpoints_total Checkpoints (the "
-		    "LMDB file synced, the log started over).\n# TYPE "
-		    "kernelindex_store_checkpoints_total counter\n"
-		    "kernelindex_store_checkpoints_total %llu\n"
-		    "# HELP kernelindex_store_recovered_transactions Transactions "
-		    "applied from the redo log when the store was opened.\n# TYPE "
-		    "kernelindex_store_recovered_transactions gauge\n"
-		    "kernelindex_store_recovered_transactions %llu\n",
-		    (unsigned long long)ss.map_size,
-		    (unsigned long long)ss.map_used,
-		    (unsigned long long)ss.log_bytes,
-		    (unsigned long long)ss.checkpoints,
-		    (unsigned long long)ss.recovered);
-	{
-		store_txn *t;
-
-		if (store_begin(rt->api->st, 0, &t) == KI_OK) {
-			ki_buf_printf(b, "# HELP kernelindex_store_resource_version The "
-			    "store's resourceVersion.\n# TYPE "
-			    "kernelindex_store_resource_version gauge\n"
-			    "kernelindex_store_resource_version %llu\n",
-			    (unsigned long long)store_rv(t));
-			store_abort(t);
-		}
-	}
+	api_metrics(rt->api, b);
 	r->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	r->code = 200;
 }
@@ -511,7 +492,7 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	int fd = -1;
 
 	if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "HEAD") != 0) {
-		method_not_allowed(r, req->method);
+		method_not_allowed(r, req->method, ALLOW_READ);
 		return;
 	}
 	if (strcmp(path, "/") == 0)
@@ -557,7 +538,7 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	}
 	if (ki_buf_reserve(&r->body, (size_t)st.st_size) != KI_OK) {
 		close(fd);
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "reading the file");
 		return;
 	}
 	while (r->body.len < (size_t)st.st_size) {
@@ -589,69 +570,19 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 		return;
 	}
 	if (*rest == '\0' && strcmp(req->method, "GET") == 0) {
-		int rc = api_token_list(rt->api->st, &r->body);
-
-		if (rc != KI_OK)
-			fail(r, 500, "InternalError", "listing tokens: %s",
-			    ki_strerror(rc));
-		else
-			r->code = 200;
+		api_admin_token_list(rt->api, r);
 		return;
 	}
 	if (*rest == '\0' && strcmp(req->method, "POST") == 0) {
-		struct json_object *o = NULL;
-		api_status st;
-		char secret[64], id[16];
-		int role, rc;
-
-		api_status_init(&st);
-		if (api_json_parse(req->body, req->body_len, 8, &o, &st) != KI_OK) {
-			api_resp_status(r, &st);
-			api_status_free(&st);
-			return;
-		}
-		api_status_free(&st);
-		role = api_role_parse(json_object_get_string(
-		    json_object_object_get(o, "role")));
-		if (role == API_ROLE_NONE) {
-			json_object_put(o);
-			fail(r, 422, "Invalid", "role: must be reader, writer or admin");
-			return;
-		}
-		rc = api_token_create(rt->api->st, role, json_object_get_string(
-		    json_object_object_get(o, "source")), json_object_get_string(
-		    json_object_object_get(o, "prefix")), json_object_get_string(
-		    json_object_object_get(o, "description")), rt->api->now(),
-		    secret, id);
-		json_object_put(o);
-		if (rc != KI_OK) {
-			fail(r, 500, "InternalError", "creating the token: %s",
-			    ki_strerror(rc));
-			return;
-		}
-		ki_buf_printf(&r->body, "{\"kind\":\"Token\",\"apiVersion\":"
-		    "\"kernelindex.dev/v1alpha1\",\"id\":\"%s\",\"role\":\"%s\","
-		    "\"token\":\"%s\"}", id, api_role_name(role), secret);
-		OPENSSL_cleanse(secret, sizeof(secret));
-		r->cache_control = "no-store";
-		r->code = 201;
+		api_admin_token_create(rt->api, req->body, req->body_len, r);
 		return;
 	}
 	if (rest[0] == '/' && strcmp(req->method, "DELETE") == 0) {
-		int rc = api_token_revoke(rt->api->st, rest + 1);
-
-		if (rc == KI_ENOTFOUND)
-			fail(r, 404, "NotFound", "no token with id \"%.16s\"", rest + 1);
-		else if (rc != KI_OK)
-			fail(r, 500, "InternalError", "revoking: %s", ki_strerror(rc));
-		else {
-			ki_buf_puts(&r->body, "{\"kind\":\"Status\",\"apiVersion\":"
-			    "\"v1\",\"metadata\":{},\"status\":\"Success\",\"code\":200}");
-			r->code = 200;
-		}
+		api_admin_token_revoke(rt->api, rest + 1, r);
 		return;
 	}
-	method_not_allowed(r, req->method);
+	method_not_allowed(r, req->method, *rest == '\0' ? "GET, HEAD, POST" :
+	    "DELETE");
 }
 
 /* POST /admin/backup {"path": "/srv/backups/ki-1.mdb"}: a consistent,
@@ -659,12 +590,6 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 static void
 admin_backup(router *rt, const http_req *req, api_resp *r)
 {
-	struct json_object *o = NULL;
-	const char *path;
-	api_status st;
-	struct stat sb;
-	int fd, rc;
-
 	if (who.role < API_ROLE_ADMIN && !(!who.tokens_exist && who.loopback &&
 	    !who.token)) {
 		fail(r, who.token ? 403 : 401, who.token ? "Forbidden" :
@@ -672,54 +597,38 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		return;
 	}
 	if (strcmp(req->method, "POST") != 0) {
-		method_not_allowed(r, req->method);
+		method_not_allowed(r, req->method, "POST");
 		return;
 	}
-	api_status_init(&st);
-	if (api_json_parse(req->body, req->body_len, 4, &o, &st) != KI_OK) {
-		api_resp_status(r, &st);
-		api_status_free(&st);
-		return;
-	}
-	api_status_free(&st);
-	path = json_object_get_string(json_object_object_get(o, "path"));
-	if (path == NULL || path[0] != '/') {
-		json_object_put(o);
-		fail(r, 422, "Invalid", "path: an absolute path for the new file is "
-		    "required");
-		return;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
-	if (fd < 0) {
-		fail(r, errno == EEXIST ? 409 : 422, errno == EEXIST ?
-		    "AlreadyExists" : "Invalid", "path: %.200s: %s", path,
-		    strerror(errno));
-		json_object_put(o);
-		return;
-	}
-	rc = store_lmdb_backup_fd(rt->api->st, fd);
-	if (rc == KI_OK && fsync(fd) != 0)
-		rc = KI_EIO;
-	if (rc == KI_OK && fstat(fd, &sb) != 0)
-		rc = KI_EIO;
-	close(fd);
-	if (rc != KI_OK) {
-		unlink(path);
-		json_object_put(o);
-		fail(r, 500, "InternalError", "backup: %s", ki_strerror(rc));
-		return;
-	}
-	ki_buf_puts(&r->body, "{\"kind\":\"Backup\",\"apiVersion\":"
-	    "\"kernelindex.dev/v1alpha1\",\"path\":");
-	ki_buf_json_string(&r->body, path, strlen(path));
-	ki_buf_printf(&r->body, ",\"bytes\":%lld}", (long long)sb.st_size);
-	json_object_put(o);
-	r->code = 201;
+	api_admin_backup(rt->api, req->body, req->body_len, r);
 }
 
-void
-router_dispatch(router *rt, const http_req *in, api_resp *r,
-	watch_params **watch)
+/* HTTP's validators and caching, derived from what the API says of its
+ * answer: the ETag is its version; immutable content is cached for a year
+ * and answered 304 without its body when If-None-Match names it (or is
+ * "*"); a secret is never stored. Answers that set their own headers (the
+ * static files) are left as they are. */
+static void
+http_semantics(const http_req *req, api_resp *r)
+{
+	const char *inm;
+
+	if (r->version[0] != '\0')
+		snprintf(r->etag, sizeof(r->etag), "\"%s\"", r->version);
+	if (r->immutable)
+		r->cache_control = "public, max-age=31536000, immutable";
+	else if (r->secret)
+		r->cache_control = "no-store";
+	if (r->immutable && r->code == 200 &&
+	    (inm = req->header(req->cls, "If-None-Match")) != NULL &&
+	    (strstr(inm, r->etag) != NULL || strcmp(inm, "*") == 0)) {
+		ki_buf_reset(&r->body);
+		r->code = 304;
+	}
+}
+
+static void
+dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 {
 	http_req head;
 	const http_req *req = in;
@@ -810,7 +719,7 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		rest = p + plen;
 		if (*rest == '\0' || strcmp(rest, "/") == 0) {
 			if (strcmp(req->method, "GET") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
 			api_discovery_resources(r);
@@ -819,7 +728,7 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		rest++;
 		if (strcmp(rest, "facets") == 0) {
 			if (strcmp(req->method, "GET") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
 			api_facets(rt->api, req->arg(req->cls, "labelSelector"), r);
@@ -828,11 +737,10 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		if (strncmp(rest, "objects/", 8) == 0) {
 			if (strcmp(req->method, "GET") != 0 &&
 			    strcmp(req->method, "HEAD") != 0) {
-				method_not_allowed(r, req->method);
+				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
-			api_get_digest(rt->api, rest + 8,
-			    req->header(req->cls, "If-None-Match"), r);
+			api_get_digest(rt->api, rest + 8, r);
 			return;
 		}
 		slash = strchr(rest, '/');
@@ -859,6 +767,7 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 				if (strcmp(req->method, "GET") != 0) {
 					fail(r, 405, "MethodNotAllowed", "status is owned by "
 					    "the server: it can be read, not written");
+					r->allow = ALLOW_READ;
 					return;
 				}
 				snprintf(nm, sizeof(nm), "%.*s", (int)(sub - slash - 1),
@@ -871,6 +780,14 @@ router_dispatch(router *rt, const http_req *in, api_resp *r,
 		return;
 	}
 	static_file(rt, p, req, r);
+}
+
+void
+router_dispatch(router *rt, const http_req *req, api_resp *r,
+	watch_params **watch)
+{
+	dispatch(rt, req, r, watch);
+	http_semantics(req, r);
 }
 
 api_stream *
@@ -905,13 +822,14 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	}
 	api_status_free(&st);
-	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+	    collection_if_match(&wo, r) != 0)
 		return NULL;
 	/* All or nothing needs one transaction, and a dry run must see the
 	 * whole body too: those are read whole (up to max-bulk-body). */
 	if (wo.atomic || wo.dry_run)
 		return NULL;
 	if ((s = api_stream_open(rt->api, &wo)) == NULL)
-		fail(r, 503, "ServiceUnavailable", "out of memory");
+		api_fail_rc(r, KI_ENOMEM, "starting the upload");
 	return s;
 }

@@ -1,11 +1,11 @@
 /* server/watch.c — the watch hub and its streaming responses.
  *
  * One hub thread reads each commit's events from the store once and keeps
- * them in a ring. Each event's line is rendered at most once per
- * representation (the plain JSON event; a one-row Table for each
- * includeObject), on first use, and the same immutable, reference-counted
- * bytes are queued to every watcher that selects the event: a thousand
- * watchers cost one render, not a thousand.
+ * them in a ring (api/events.h: the events, their shared lines, the
+ * ring). Each event's line is rendered at most once per representation,
+ * and the same immutable, reference-counted bytes are queued to every
+ * watcher that selects the event: a thousand watchers cost one render, not
+ * a thousand.
  *
  * Getting those bytes out is then most of the cost, so it is kept to one
  * system call per watcher and batch of commits:
@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/admin.h"
+#include "api/events.h"
 #include "api/labels.h"
 #include "api/table.h"
 #include "lib/log.h"
@@ -55,38 +57,8 @@
 #define WAKE_GAP_NS 25000u       /* between wake rounds, per watcher woken */
 #define WAKE_GAP_MAX_NS 50000000u
 
-#define RING 4096                /* events kept in memory for watchers */
-#define RING_MAX_BYTES (64u << 20)
-
-/* The ways an event is written: plain JSON, or a Table row for each
- * includeObject value (api_include). */
-enum { REP_JSON, REP_TABLE, REP_COUNT = REP_TABLE + 3 };
-
-/* Bytes to send, immutable once made. Reference-counted: an event keeps
- * one reference to each line it rendered, and each queue entry holds one,
- * so a line outlives its event while a slow watcher still sends it. */
-typedef struct wblob {
-	int refs;                    /* atomic */
-	size_t len;
-	size_t row_off;              /* Table lines: where the row begins */
-	char *data;
-} wblob;
-
-/* One committed event in the ring. The object points into buf; lines[]
- * are rendered on first use (whoever installs one first wins). */
-typedef struct watch_event {
-	int refs;                    /* atomic: the ring's, each reader's */
-	int type;
-	uint64_t rv;
-	size_t bytes;                /* atomic: buf and lines, for the bound */
-	store_obj o;
-	char *buf;
-	wblob *lines[REP_COUNT];     /* atomic pointers */
-	watch_hub *hub;
-} watch_event;
-
 typedef struct qent {
-	wblob *b;
+	api_line *b;
 	size_t off;                  /* bytes of b already sent */
 } qent;
 
@@ -139,7 +111,6 @@ watch_fail(watcher *w, const char *why)
 
 struct watch_hub {
 	api_ctx *api;
-	uint64_t history;            /* the store's: the ring keeps no more */
 	/* The commit path's side: the newest committed rv. */
 	pthread_mutex_t feed_mu;
 	uint64_t notified_rv;
@@ -149,240 +120,16 @@ struct watch_hub {
 	pthread_t thread;
 	int ep;                      /* epoll: direct sockets and efd */
 	int efd;                     /* eventfd that wakes the hub thread */
-	/* The ring holds every event in (base_rv, covered_rv], oldest at
-	 * ring_first, in increasing rv order. */
+	/* mu guards the ring and the watchers. */
 	pthread_mutex_t mu;
-	watch_event *ring[RING];
-	size_t ring_first, ring_count;
-	uint64_t base_rv;
-	uint64_t covered_rv;         /* written under mu, read atomically */
-	size_t held_bytes;           /* atomic: live events' buf and lines */
+	api_ring ring;
 	watcher *head;
 	uint64_t count;
 };
 
-static void
-blob_unref(wblob *b)
-{
-	if (b != NULL && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-		free(b->data);
-		free(b);
-	}
-}
-
-/* A blob made of b's bytes (b is left empty). NULL when out of memory. */
-static wblob *
-blob_from_buf(ki_buf *b, size_t row_off)
-{
-	wblob *bl;
-
-	if (b->oom) {
-		ki_buf_free(b);
-		return NULL;
-	}
-	if ((bl = malloc(sizeof(*bl))) == NULL) {
-		ki_buf_free(b);
-		return NULL;
-	}
-	bl->refs = 1;
-	bl->row_off = row_off;
-	bl->data = ki_buf_steal(b, &bl->len);
-	if (bl->data == NULL) {
-		free(bl);
-		return NULL;
-	}
-	return bl;
-}
-
-static void
-event_ref(watch_event *e)
-{
-	__atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
-}
-
-static void
-event_unref(watch_event *e)
-{
-	if (e == NULL || __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	__atomic_sub_fetch(&e->hub->held_bytes,
-	    __atomic_load_n(&e->bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-	for (int i = 0; i < REP_COUNT; i++)
-		blob_unref(e->lines[i]);
-	free(e->buf);
-	free(e);
-}
-
-static const char *const type_names[] = { "", "ADDED", "MODIFIED",
-	"DELETED" };
-
-/* Appends the event line for o as representation rep. With defs, a Table
- * carries its column definitions (a watcher's first Table event); without,
- * they are left empty as later events may. *row_off (may be NULL) gets
- * where a Table row begins. */
-static void
-render_line(ki_buf *b, const api_kind *k, int rep, int type,
-	const store_obj *o, int defs, double now, size_t *row_off)
-{
-	ki_buf_puts(b, "{\"type\":\"");
-	ki_buf_puts(b, type_names[type]);
-	ki_buf_puts(b, "\",\"object\":");
-	if (rep >= REP_TABLE) {
-		if (defs)
-			api_table_open(b, k);
-		else
-			ki_buf_puts(b, "{\"kind\":\"Table\",\"apiVersion\":"
-			    "\"meta.k8s.io/v1\",\"columnDefinitions\":[],\"rows\":[");
-		if (row_off != NULL)
-			*row_off = b->len;
-		api_table_row(b, k, o, rep - REP_TABLE, now, 0);
-		api_table_close(b, o->rv, NULL);
-	} else {
-		ki_buf_append(b, o->json, o->json_len);
-	}
-	ki_buf_puts(b, "}\n");
-}
-
-/* The shared line of e as rep (k is e's kind), rendered now if no one has
- * yet. Borrowed from e: take a reference to keep it. NULL when out of
- * memory. */
-static wblob *
-event_line(watch_event *e, const api_kind *k, int rep)
-{
-	wblob *b = __atomic_load_n(&e->lines[rep], __ATOMIC_ACQUIRE), *expect;
-	ki_buf buf;
-	size_t row_off = 0;
-
-	if (b != NULL)
-		return b;
-	ki_buf_init(&buf);
-	render_line(&buf, k, rep, e->type, &e->o, 0,
-	    rep >= REP_TABLE ? e->hub->api->now() : 0, &row_off);
-	if ((b = blob_from_buf(&buf, row_off)) == NULL)
-		return NULL;
-	expect = NULL;
-	if (!__atomic_compare_exchange_n(&e->lines[rep], &expect, b, 0,
-	    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		/* Another watcher rendered it meanwhile: use theirs. */
-		blob_unref(b);
-		return expect;
-	}
-	__atomic_add_fetch(&e->bytes, b->len, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&e->hub->held_bytes, b->len, __ATOMIC_RELAXED);
-	return b;
-}
-
-/* ---- the ring ---- */
-
-static watch_event *
-ring_at(watch_hub *h, size_t k)
-{
-	return h->ring[(h->ring_first + k) % RING];
-}
-
-/* Under mu. */
-static void
-ring_drop_oldest(watch_hub *h)
-{
-	watch_event *e = h->ring[h->ring_first];
-
-	h->ring[h->ring_first] = NULL;
-	h->ring_first = (h->ring_first + 1) % RING;
-	h->ring_count--;
-	h->base_rv = e->rv;
-	event_unref(e);
-}
-
-/* Under mu: forgets every event; watchers behind from then on read the
- * store. */
-static void
-ring_reset(watch_hub *h, uint64_t rv)
-{
-	while (h->ring_count > 0)
-		ring_drop_oldest(h);
-	h->base_rv = rv;
-	__atomic_store_n(&h->covered_rv, rv, __ATOMIC_RELEASE);
-}
-
-/* Under mu: the position of the first event after rv (ring_count when
- * none). rvs increase along the ring, not necessarily by one. */
-static size_t
-ring_find(watch_hub *h, uint64_t rv)
-{
-	size_t lo = 0, hi = h->ring_count;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ring_at(h, mid)->rv <= rv)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-typedef struct fresh {
-	watch_hub *h;
-	watch_event **ev;
-	size_t n, cap;
-} fresh;
-
-/* Copies one event out of the store (its pointers die with the txn). */
-static int
-copy_event(void *arg, int type, const store_obj *o)
-{
-	fresh *f = arg;
-	watch_event *e;
-	size_t len = o->name_len + o->labels_len + o->json_len + 1;
-	char *p;
-
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 64;
-		watch_event **n = realloc(f->ev, cap * sizeof(*n));
-
-		if (n == NULL)
-			return KI_ENOMEM;
-		f->ev = n;
-		f->cap = cap;
-	}
-	if ((e = calloc(1, sizeof(*e))) == NULL)
-		return KI_ENOMEM;
-	if ((e->buf = malloc(len)) == NULL) {
-		free(e);
-		return KI_ENOMEM;
-	}
-	e->refs = 1;
-	e->hub = f->h;
-	e->rv = o->rv;
-	e->type = type;
-	e->o = *o;
-	p = e->buf;
-	memcpy(p, o->name, o->name_len);
-	e->o.name = p;
-	p += o->name_len;
-	if (o->labels_len)
-		memcpy(p, o->labels, o->labels_len);
-	e->o.labels = o->labels_len ? p : NULL;
-	p += o->labels_len;
-	memcpy(p, o->json, o->json_len);
-	e->o.json = p;
-	/* Only what watchers read stays valid. */
-	e->o.natkey = NULL;
-	e->o.natkey_len = 0;
-	e->o.refs = NULL;
-	e->o.nrefs = 0;
-	e->o.facets = NULL;
-	e->o.facets_len = 0;
-	e->bytes = len;
-	__atomic_add_fetch(&f->h->held_bytes, len, __ATOMIC_RELAXED);
-	f->ev[f->n++] = e;
-	return 0;
-}
-
 /* Whether event e is one that w sends. */
 static int
-selects(const watcher *w, const watch_event *e)
+selects(const watcher *w, const api_event *e)
 {
 	return e->o.kind == w->p.kind->id && e->type >= 1 && e->type <= 3 &&
 	    api_query_match(&w->q, &e->o);
@@ -405,7 +152,7 @@ consume(watcher *w, size_t k)
 		k -= n;
 		w->out_bytes -= n;
 		if (q->off == q->b->len) {
-			blob_unref(q->b);
+			api_line_unref(q->b);
 			q->b = NULL;
 			w->out_head = (w->out_head + 1) % QUEUE;
 			w->out_n--;
@@ -418,7 +165,7 @@ static void
 queue_clear(watcher *w)
 {
 	while (w->out_n > 0) {
-		blob_unref(w->out[w->out_head].b);
+		api_line_unref(w->out[w->out_head].b);
 		w->out[w->out_head].b = NULL;
 		w->out_head = (w->out_head + 1) % QUEUE;
 		w->out_n--;
@@ -429,7 +176,7 @@ queue_clear(watcher *w)
 /* Appends b (a reference the queue takes over) to w's queue, from offset
  * off. The caller has checked that there is room. */
 static void
-queue_push(watcher *w, wblob *b, size_t off)
+queue_push(watcher *w, api_line *b, size_t off)
 {
 	qent *q = &w->out[(w->out_head + w->out_n) % QUEUE];
 
@@ -443,11 +190,11 @@ queue_push(watcher *w, wblob *b, size_t off)
 static void
 flush_own(watcher *w)
 {
-	wblob *b;
+	api_line *b;
 
 	if (w->own.len == 0 && !w->own.oom)
 		return;
-	if ((b = blob_from_buf(&w->own, 0)) == NULL) {
+	if ((b = api_line_from_buf(&w->own, 0)) == NULL) {
 		watch_fail(w, ki_strerror(KI_ENOMEM));
 		return;
 	}
@@ -465,20 +212,20 @@ has_room(const watcher *w)
 
 /* Queues ring event e for w, which selects it. */
 static void
-queue_event(watcher *w, watch_event *e)
+queue_event(watcher *w, api_event *e)
 {
-	wblob *b = event_line(e, w->p.kind, w->rep);
+	api_line *b = api_event_line(e, w->p.kind, w->rep);
 	size_t off = 0;
 
 	if (b == NULL) {
 		watch_fail(w, ki_strerror(KI_ENOMEM));
 		return;
 	}
-	if (w->rep >= REP_TABLE && !w->defs_sent) {
+	if (w->rep >= API_REP_TABLE && !w->defs_sent) {
 		/* The first Table carries the column definitions: the watcher's
 		 * own head, then the shared line from its row on. */
 		ki_buf_puts(&w->own, "{\"type\":\"");
-		ki_buf_puts(&w->own, type_names[e->type]);
+		ki_buf_puts(&w->own, api_event_type_name(e->type));
 		ki_buf_puts(&w->own, "\",\"object\":");
 		api_table_open(&w->own, w->p.kind);
 		off = b->row_off;
@@ -497,24 +244,24 @@ static int
 fill_from_ring(watcher *w)
 {
 	watch_hub *h = w->hub;
-	watch_event *ev[FILL_BATCH];
+	api_event *ev[FILL_BATCH];
 	size_t n, i;
 	uint64_t upto;
 
 	do {
 		pthread_mutex_lock(&h->mu);
-		if (w->last_rv < h->base_rv) {
+		if (w->last_rv < h->ring.base_rv) {
 			pthread_mutex_unlock(&h->mu);
 			return 0;
 		}
 		n = 0;
-		for (size_t k = ring_find(h, w->last_rv); k < h->ring_count &&
-		    n < FILL_BATCH; k++) {
-			ev[n] = ring_at(h, k);
-			event_ref(ev[n++]);
+		for (size_t k = api_ring_find(&h->ring, w->last_rv);
+		    k < h->ring.count && n < FILL_BATCH; k++) {
+			ev[n] = api_ring_at(&h->ring, k);
+			api_event_ref(ev[n++]);
 		}
 		/* Taking all that is there covers every rv up to covered_rv. */
-		upto = n < FILL_BATCH ? h->covered_rv : ev[n - 1]->rv;
+		upto = n < FILL_BATCH ? h->ring.covered_rv : ev[n - 1]->rv;
 		pthread_mutex_unlock(&h->mu);
 		/* Matching and rendering happen without the lock: the events
 		 * are immutable and held. */
@@ -526,7 +273,7 @@ fill_from_ring(watcher *w)
 		if (i == n && upto > w->last_rv)
 			w->last_rv = upto;
 		for (size_t k = 0; k < n; k++)
-			event_unref(ev[k]);
+			api_event_unref(ev[k]);
 	} while (i == n && n == FILL_BATCH && has_room(w) && !w->failed);
 	return 1;
 }
@@ -535,9 +282,9 @@ fill_from_ring(watcher *w)
 static void
 render_own(watcher *w, int type, const store_obj *o)
 {
-	render_line(&w->own, w->p.kind, w->rep, type, o,
-	    w->rep >= REP_TABLE && !w->defs_sent, w->hub->api->now(), NULL);
-	if (w->rep >= REP_TABLE)
+	api_render_line(&w->own, w->p.kind, w->rep, type, o,
+	    w->rep >= API_REP_TABLE && !w->defs_sent, w->hub->api->now(), NULL);
+	if (w->rep >= API_REP_TABLE)
 		w->defs_sent = 1;
 }
 
@@ -582,27 +329,19 @@ expired(watcher *w, uint64_t rv)
 static void
 fill_from_store(watcher *w)
 {
-	store_txn *t;
-	int rc;
+	uint64_t oldest = 0;
+	int rc, began;
 
-	if ((rc = store_begin(w->hub->api->st, 0, &t)) != KI_OK) {
+	rc = api_watch_read(w->hub->api->st, w->p.kind->id, &w->p.initial,
+	    &w->last_rv, on_initial, on_event, w, &oldest, &began);
+	if (!began) {
 		watch_fail(w, ki_strerror(rc));
 		return;
 	}
-	if (w->p.initial) {
-		w->p.initial = 0;
-		w->last_rv = store_rv(t);
-		rc = store_list(t, w->p.kind->id, 0, on_initial, w);
-	} else {
-		rc = store_events_since(t, w->last_rv, on_event, w);
-		if (rc == KI_EGONE)
-			expired(w, store_oldest_event(t));
-		else if (rc == KI_OK && w->last_rv < store_rv(t))
-			w->last_rv = store_rv(t);
-	}
+	if (rc == KI_EGONE)
+		expired(w, oldest);
 	if (rc != KI_OK && rc != 1 && rc != KI_EGONE)
 		watch_fail(w, ki_strerror(rc));
-	store_abort(t);
 	flush_own(w);
 }
 
@@ -829,53 +568,38 @@ serve(void **wake, size_t n, void **direct, size_t n_direct)
 static size_t
 hub_refresh(watch_hub *h, uint64_t notified)
 {
-	fresh f = { h, NULL, 0, 0 };
-	store_txn *t;
+	api_events f = { &h->ring, NULL, 0, 0 };
 	void **wake, **direct;
 	size_t nwake = 0, ndirect = 0;
-	uint64_t from = __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE);
+	uint64_t from = __atomic_load_n(&h->ring.covered_rv, __ATOMIC_ACQUIRE);
 	uint64_t upto = 0;
-	int rc = KI_EIO, reset;
+	int rc, reset;
 
 	pthread_mutex_lock(&h->mu);
 	if (h->count == 0) {
 		/* No one watches: nothing to copy. A watcher that comes later
 		 * from an earlier rv reads what it missed from the store, as one
 		 * behind a trimmed ring does. */
-		if (notified > h->covered_rv)
-			ring_reset(h, notified);
+		if (notified > h->ring.covered_rv)
+			api_ring_reset(&h->ring, notified);
 		pthread_mutex_unlock(&h->mu);
 		return 0;
 	}
 	pthread_mutex_unlock(&h->mu);
-	if (store_begin(h->api->st, 0, &t) == KI_OK) {
-		rc = store_events_since(t, from, copy_event, &f);
-		upto = store_rv(t);
-		store_abort(t);
-	}
+	rc = api_events_read(&f, from, &upto);
 	pthread_mutex_lock(&h->mu);
 	reset = rc != KI_OK;
 	if (reset) {
 		/* Unreadable, or trimmed past the ring: start over at the newest
 		 * rv known; watchers behind it read the store (or get 410). */
-		ring_reset(h, upto > notified ? upto : notified);
+		api_ring_reset(&h->ring, upto > notified ? upto : notified);
 	} else {
-		for (size_t i = 0; i < f.n; i++) {
-			watch_event *e = f.ev[i];
-
-			while (h->ring_count == RING || (h->ring_count > 0 &&
-			    (__atomic_load_n(&h->held_bytes, __ATOMIC_RELAXED) >
-			    RING_MAX_BYTES ||
-			    ring_at(h, 0)->rv + h->history <= e->rv)))
-				ring_drop_oldest(h);
-			event_ref(e);
-			h->ring[(h->ring_first + h->ring_count) % RING] = e;
-			h->ring_count++;
-		}
+		for (size_t i = 0; i < f.n; i++)
+			api_ring_push(&h->ring, f.ev[i]);
 		if (f.n > 0 && f.ev[f.n - 1]->rv > upto)
 			upto = f.ev[f.n - 1]->rv;
-		if (upto > h->covered_rv)
-			__atomic_store_n(&h->covered_rv, upto, __ATOMIC_RELEASE);
+		if (upto > h->ring.covered_rv)
+			__atomic_store_n(&h->ring.covered_rv, upto, __ATOMIC_RELEASE);
 	}
 	wake = each_array(h);
 	direct = each_array(h);
@@ -886,7 +610,7 @@ hub_refresh(watch_hub *h, uint64_t notified)
 		 * new when they next fill (a direct one whose socket is full,
 		 * when it drains). */
 		if ((!w->suspended && !w->direct) || w->blocked ||
-		    w->last_rv >= h->covered_rv)
+		    w->last_rv >= h->ring.covered_rv)
 			continue;
 		if (!reset && w->last_rv >= from) {
 			want = 0;
@@ -894,7 +618,7 @@ hub_refresh(watch_hub *h, uint64_t notified)
 				want = f.ev[i]->rv > w->last_rv && selects(w, f.ev[i]);
 		}
 		if (!want) {
-			w->last_rv = h->covered_rv; /* nothing for it: skipped */
+			w->last_rv = h->ring.covered_rv; /* nothing for it: skipped */
 		} else if (w->direct) {
 			direct[ndirect++] = w;
 		} else {
@@ -905,7 +629,7 @@ hub_refresh(watch_hub *h, uint64_t notified)
 	pthread_mutex_unlock(&h->mu);
 	serve(wake, nwake, direct, ndirect);
 	for (size_t i = 0; i < f.n; i++)
-		event_unref(f.ev[i]);
+		api_event_unref(f.ev[i]);
 	free(f.ev);
 	return nwake + ndirect;
 }
@@ -1005,7 +729,7 @@ hub_main(void *arg)
 		uint64_t now = mono_ns(), notified = h->notified_rv, wake_at;
 		/* A pass that could not read up to what was notified is tried
 		 * again on the next commit or tick, not in a loop. */
-		int want = notified > __atomic_load_n(&h->covered_rv,
+		int want = notified > __atomic_load_n(&h->ring.covered_rv,
 		    __ATOMIC_ACQUIRE) && notified != tried, n, shutting;
 
 		if (want && now >= next_round) {
@@ -1079,14 +803,15 @@ watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
 {
 	watch_hub *h = calloc(1, sizeof(*h));
 	struct epoll_event ev;
-	store_txn *t;
+	uint64_t rv;
 	int rc = KI_EIO;
 
 	*out = NULL;
 	if (h == NULL)
 		return KI_ENOMEM;
 	h->api = api;
-	h->history = history ? history : 100000;
+	h->ring.api = api;
+	h->ring.history = history ? history : 100000;
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_mutex_init(&h->feed_mu, NULL);
 	h->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1096,10 +821,8 @@ watch_hub_create(watch_hub **out, api_ctx *api, uint64_t history)
 	if (h->ep < 0 || h->efd < 0 ||
 	    epoll_ctl(h->ep, EPOLL_CTL_ADD, h->efd, &ev) != 0)
 		goto fail;
-	if (store_begin(api->st, 0, &t) == KI_OK) {
-		h->covered_rv = h->base_rv = h->notified_rv = store_rv(t);
-		store_abort(t);
-	}
+	if (api_current_rv(api->st, &rv) == KI_OK)
+		h->ring.covered_rv = h->ring.base_rv = h->notified_rv = rv;
 	if (pthread_create(&h->thread, NULL, hub_main, h) != 0)
 		goto fail;
 	*out = h;
@@ -1125,8 +848,7 @@ watch_hub_destroy(watch_hub *h)
 	pthread_mutex_unlock(&h->feed_mu);
 	poke(h);
 	pthread_join(h->thread, NULL);
-	while (h->ring_count > 0)
-		ring_drop_oldest(h);
+	api_ring_reset(&h->ring, 0);
 	close(h->ep);
 	close(h->efd);
 	pthread_mutex_destroy(&h->feed_mu);
@@ -1207,7 +929,8 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 			return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
 		if (n > 0 && !w->p.initial && (!w->p.bookmarks ||
 		    time(NULL) < w->next_bookmark) &&
-		    __atomic_load_n(&h->covered_rv, __ATOMIC_ACQUIRE) <= w->last_rv)
+		    __atomic_load_n(&h->ring.covered_rv, __ATOMIC_ACQUIRE) <=
+		    w->last_rv)
 			return (ssize_t)n;
 		fill(w);
 		if (w->out_n > 0 || w->ended || w->failed)
@@ -1220,7 +943,7 @@ reader(void *cls, uint64_t pos, char *buf, size_t max)
 		 * suspend happen under the hub's lock, so no batch (and no
 		 * shutdown) can slip between them. */
 		pthread_mutex_lock(&h->mu);
-		if (h->covered_rv > w->last_rv ||
+		if (h->ring.covered_rv > w->last_rv ||
 		    __atomic_load_n(&w->ended, __ATOMIC_RELAXED)) {
 			/* A batch landed after fill() read: read again. */
 			pthread_mutex_unlock(&h->mu);
@@ -1342,7 +1065,7 @@ watch_start(watch_hub *h, void *connection, watch_params *params)
 	w->hub = h;
 	w->conn = c;
 	w->p = *params;
-	w->rep = !params->table ? REP_JSON : REP_TABLE +
+	w->rep = !params->table ? API_REP_JSON : API_REP_TABLE +
 	    (params->include >= API_INCLUDE_NONE &&
 	    params->include <= API_INCLUDE_OBJECT ? params->include :
 	    API_INCLUDE_METADATA);

@@ -6,7 +6,7 @@
 #   KI_DAEMON      the kernelindexd binary (required)
 #   KI_SRCDIR      the source tree (default: two folders up); the page is
 #                  served from $KI_SRCDIR/static
-#   KI_SHARED_DIR  the shared data folder (default: $KI_SRCDIR/../shared)
+#   KI_DATA_DIR    the test data (default: $KI_SRCDIR/tests/data)
 #   KI_REF         the reference-kernel program (default: kernelindex-ref
 #                  beside KI_DAEMON, where it exists)
 #   KI_CLI         the kernelindex CLI; when set, `import liger` loads the
@@ -20,9 +20,9 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 : "${KI_DAEMON:?set KI_DAEMON to the kernelindexd binary}"
 KI_SRCDIR=${KI_SRCDIR:-$(cd "$here/../.." && pwd)}
-KI_SHARED_DIR=${KI_SHARED_DIR:-$KI_SRCDIR/../shared}
+KI_DATA_DIR=${KI_DATA_DIR:-$KI_SRCDIR/tests/data}
 PYTHON3=${PYTHON3:-python3}
-export KI_SRCDIR KI_SHARED_DIR
+export KI_SRCDIR KI_DATA_DIR
 
 if [ ! -x /usr/bin/chromium ]; then
 	echo "installing chromium" >&2
@@ -67,8 +67,8 @@ until curl -fsS "$url/readyz" >/dev/null 2>&1; do
 done
 
 runs="$url/apis/kernelindex.dev/v1alpha1/benchmarkruns"
-seed="$KI_SHARED_DIR/seed/embedding-full-huggingface-a100.json"
-csv="$KI_SHARED_DIR/data/liger/all_benchmark_data.csv"
+seed="$KI_DATA_DIR/seed/embedding-full-huggingface-a100.json"
+csv="$KI_DATA_DIR/liger/all_benchmark_data.csv"
 if [ -n "${KI_CLI:-}" ]; then
 	"$KI_CLI" --server "$url" import liger "$csv" >"$tmp/import.log" 2>&1 || {
 		cat "$tmp/import.log" >&2

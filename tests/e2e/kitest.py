@@ -6,8 +6,8 @@ talks HTTP to it, stops it by PID, and runs named test functions.
 Environment:
   KI_DAEMON      the kernelindexd binary (default: build/asan/kernelindexd
                  under the repository, if it exists)
-  KI_SHARED_DIR  the shared folder with seed/ and checks/ (default: ../shared
-                 relative to the repository)
+  KI_DATA_DIR    the test data, with seed/ and liger/ (default: tests/data
+                 in the repository)
   KI_KEEP        when set, temporary data directories are kept
 """
 import atexit
@@ -26,9 +26,9 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, '..', '..'))
-SHARED = os.path.abspath(os.environ.get('KI_SHARED_DIR') or
-                         os.path.join(REPO, '..', 'shared'))
-SEED_PATH = os.path.join(SHARED, 'seed', 'embedding-full-huggingface-a100.json')
+DATA = os.path.abspath(os.environ.get('KI_DATA_DIR') or
+                       os.path.join(REPO, 'tests', 'data'))
+SEED_PATH = os.path.join(DATA, 'seed', 'embedding-full-huggingface-a100.json')
 STATIC_DIR = os.path.join(REPO, 'static')
 G = '/apis/kernelindex.dev/v1alpha1'
 

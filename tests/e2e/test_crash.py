@@ -20,7 +20,7 @@ must have grown, the failure must be a 507 InsufficientStorage Status,
 reads must keep working, the refused bundle must have left nothing behind,
 and once restarted with room to grow the same bundle must go in whole.
 
-KI_DAEMON names the binary, KI_SHARED_DIR the shared folder (see
+KI_DAEMON names the binary, KI_DATA_DIR the test data (see
 kitest.py). KI_CRASH_CYCLES changes the number of kills (default 50),
 KI_CRASH_SEED fixes the random moments.
 """

@@ -3,7 +3,7 @@
 references, plausibility, the Liger importer through the CLI, and the
 Verification controller with the reference program (CPU backend).
 
-Environment: KI_DAEMON, KI_SHARED_DIR (see kitest), KI_CLI (the kernelindex
+Environment: KI_DAEMON, KI_DATA_DIR (see kitest), KI_CLI (the kernelindex
 binary) and KI_REF (the kernelindex-ref binary)."""
 import http.client
 import json
@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.dirname(kitest.daemon_path())
 CLI = os.environ.get('KI_CLI') or os.path.join(BUILD, 'kernelindex')
 REF = os.environ.get('KI_REF') or os.path.join(BUILD, 'kernelindex-ref')
-CSV = os.path.join(kitest.SHARED, 'data', 'liger', 'all_benchmark_data.csv')
+CSV = os.path.join(kitest.DATA, 'liger', 'all_benchmark_data.csv')
 SEED = kitest.seed()
 SEED_RUN = SEED['run']['metadata']['name']
 

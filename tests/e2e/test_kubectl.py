@@ -4,7 +4,7 @@ server-side Tables, selectors, paging, watch, OpenAPI-driven create/apply,
 explain, label/patch/replace, delete and the errors kubectl prints.
 
 Needs kubectl on PATH (it is on the machines this project builds on); the
-daemon comes from KI_DAEMON and the shared data from KI_SHARED_DIR."""
+daemon comes from KI_DAEMON and the test data from KI_DATA_DIR."""
 import json
 import os
 import shutil

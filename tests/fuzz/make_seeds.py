@@ -4,8 +4,8 @@
     tests/fuzz/make_seeds.py OUTDIR [LIGER_NDJSON]
 
 OUTDIR receives fuzz_document/, fuzz_selector/ and fuzz_router/, each a
-set of files named seed-NNN-what. The documents come from the shared seed
-(KI_SHARED_DIR, default ../shared next to the repository) and, when
+set of files named seed-NNN-what. The documents come from the seed
+(KI_DATA_DIR, default tests/data in the repository) and, when
 LIGER_NDJSON is given, from Liger bundles as the importer writes them
 (kernelindex import liger CSV --dry-run -o ndjson); the rest are malformed
 variants and the requests kubectl sends (KUBECTL.md). The committed corpus
@@ -20,8 +20,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.normpath(os.path.join(HERE, '..', '..'))
-SHARED = os.path.abspath(os.environ.get('KI_SHARED_DIR') or
-                         os.path.join(REPO, '..', 'shared'))
+DATA = os.path.abspath(os.environ.get('KI_DATA_DIR') or
+                       os.path.join(REPO, 'tests', 'data'))
 G = '/apis/kernelindex.dev/v1alpha1'
 C = G + '/benchmarkruns'
 GV = 'kernelindex.dev/v1alpha1'
@@ -413,7 +413,7 @@ def main():
         sys.stderr.write(__doc__)
         return 2
     root = sys.argv[1]
-    with open(os.path.join(SHARED, 'seed',
+    with open(os.path.join(DATA, 'seed',
                            'embedding-full-huggingface-a100.json')) as f:
         seed = json.load(f)
     liger = []

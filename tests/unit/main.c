@@ -48,20 +48,32 @@ tests_rmdir(const char *dir)
 	rmdir(dir);
 }
 
-char *
-tests_read_shared(const char *rel, size_t *len)
+int
+tests_data_path(char *out, size_t size, const char *rel)
 {
-	const char *base = getenv("KI_SHARED_DIR");
+	const char *base = getenv("KI_DATA_DIR");
+	int n;
+
+	if (base == NULL || *base == '\0')
+		base = "tests/data";
+	n = snprintf(out, size, "%s/%s", base, rel);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+char *
+tests_read_data(const char *rel, size_t *len)
+{
 	char path[4096];
 	FILE *f;
 	char *buf = NULL;
 	long n;
 
-	if (base == NULL || *base == '\0')
-		base = "../shared";
-	snprintf(path, sizeof(path), "%s/%s", base, rel);
-	if ((f = fopen(path, "rb")) == NULL)
+	if (tests_data_path(path, sizeof(path), rel) != 0)
 		return NULL;
+	if ((f = fopen(path, "rb")) == NULL) {
+		fprintf(stderr, "cannot open %s (set KI_DATA_DIR)\n", path);
+		return NULL;
+	}
 	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 &&
 	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1)) != NULL) {
 		if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
@@ -89,6 +101,7 @@ main(int argc, char **argv)
 		test_store_integrity_register,
 		test_api_register,
 		test_labels_register,
+		test_encode_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
 #endif

@@ -15,6 +15,7 @@
 #include "api/liger.h"
 #endif
 #include "lib/ki.h"
+#include "tests/unit/tests.h"
 
 int test_costmodel_register(void);
 
@@ -493,16 +494,13 @@ check_row(char **f, double rows_override, int print)
 static void
 test_csv_rows(void)
 {
-	const char *dir = getenv("KI_SHARED_DIR");
 	char path[4096], *text, *f[MAX_FIELDS];
 	size_t len = 0, pos = 0, i;
 	int n, rows = 0, flagged = 0, unjudged = 0, one_d = 0, one_d_ok = 0;
 
-	if (dir == NULL || dir[0] == '\0')
-		dir = "../shared";
-	if (snprintf(path, sizeof(path), "%s/data/liger/all_benchmark_data.csv",
-	    dir) >= (int)sizeof(path)) {
-		CU_FAIL("KI_SHARED_DIR too long");
+	if (tests_data_path(path, sizeof(path), "liger/all_benchmark_data.csv")
+	    != 0) {
+		CU_FAIL("KI_DATA_DIR too long");
 		return;
 	}
 	text = slurp(path, &len);

@@ -2,6 +2,7 @@
  * numbers, the content digest of the seed, and the raw-text checks. */
 #include "api/jcs.h"
 #include "api/object.h"
+#include "tests/unit/tests.h"
 
 #include <CUnit/CUnit.h>
 #include <json-c/json_object_iterator.h>
@@ -15,52 +16,6 @@ int test_jcs_register(void);
 
 /* numbers.csv holds this many lines; fewer means the file was cut short. */
 #define NUMBERS_LINES 99996
-
-/* Writes "<shared dir>/<rel>" into out. Returns 0, or -1 if it is too long. */
-static int
-shared_path(char *out, size_t size, const char *rel)
-{
-	const char *dir = getenv("KI_SHARED_DIR");
-	int n;
-
-	if (dir == NULL || dir[0] == '\0')
-		dir = "../shared";
-	n = snprintf(out, size, "%s/%s", dir, rel);
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-/* Reads a whole file under the shared dir. Returns a NUL-terminated copy
- * (caller frees with free()) and its length in *len, or NULL (and says
- * why on stderr). */
-static char *
-read_shared(const char *rel, size_t *len)
-{
-	char path[4096];
-	ki_buf b;
-	FILE *f = NULL;
-	char chunk[8192];
-	size_t n;
-	char *out = NULL;
-
-	ki_buf_init(&b);
-	if (shared_path(path, sizeof(path), rel) != 0)
-		goto cleanup;
-	f = fopen(path, "rb");
-	if (f == NULL) {
-		fprintf(stderr, "test_jcs: cannot open %s\n", path);
-		goto cleanup;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		ki_buf_append(&b, chunk, n);
-	if (ferror(f))
-		goto cleanup;
-	out = ki_buf_steal(&b, len);
-cleanup:
-	if (f != NULL)
-		fclose(f);
-	ki_buf_free(&b);
-	return out;
-}
 
 /* Parses text (NUL-terminated, len bytes) as the daemon does: strict,
  * UTF-8 checked. *ok says whether json-c took it. Returns the tree (caller
@@ -266,7 +221,7 @@ test_numbers_csv(void)
 	char *text, *line, *next;
 	size_t len, lines = 0, bad = 0;
 
-	text = read_shared("data/jcs/numbers.csv", &len);
+	text = tests_read_data("jcs/numbers.csv", &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	for (line = text; *line != '\0'; line = next) {
 		char *comma, *end, out[32];
@@ -327,10 +282,10 @@ test_vectors(void)
 		int ok = 0;
 
 		ki_buf_init(&got);
-		snprintf(rel, sizeof(rel), "data/jcs/input/%s.json", names[i]);
-		in = read_shared(rel, &inlen);
-		snprintf(rel, sizeof(rel), "data/jcs/output/%s.json", names[i]);
-		want = read_shared(rel, &wantlen);
+		snprintf(rel, sizeof(rel), "jcs/input/%s.json", names[i]);
+		in = tests_read_data(rel, &inlen);
+		snprintf(rel, sizeof(rel), "jcs/output/%s.json", names[i]);
+		want = tests_read_data(rel, &wantlen);
 		CU_ASSERT_PTR_NOT_NULL(in);
 		CU_ASSERT_PTR_NOT_NULL(want);
 		if (in == NULL || want == NULL)
@@ -497,7 +452,7 @@ test_digest_seed(void)
 	size_t len, i;
 	int ok = 0;
 
-	text = read_shared("seed/embedding-full-huggingface-a100.json", &len);
+	text = tests_read_data("seed/embedding-full-huggingface-a100.json", &len);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	seed = parse_strict(text, len, &ok);
 	CU_ASSERT_TRUE(ok);
@@ -1122,7 +1077,7 @@ test_parse_tree_seed(void)
 	struct json_object *got = NULL, *want;
 	api_status st;
 	size_t len;
-	char *text = read_shared("seed/embedding-full-huggingface-a100.json",
+	char *text = tests_read_data("seed/embedding-full-huggingface-a100.json",
 	    &len);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -1134,6 +1089,57 @@ test_parse_tree_seed(void)
 	json_object_put(want);
 	api_status_free(&st);
 	free(text);
+}
+
+/* Characters above U+FFFF written as surrogate-pair escapes, in a value
+ * and in a key, on the one-pass path and on json-c's (which a 19-digit
+ * integer forces): each must read as the character, as its UTF-8 bytes
+ * do. json-c 0.16 alone reads those whose low 16 bits are 0xD800..0xDFFF
+ * (U+1D800, U+10DC00) as U+FFFD. */
+static void
+test_parse_astral_escapes(void)
+{
+	static const uint32_t cps[] = { 0x10000, 0x1D800, 0x1DBFF, 0x1DC00,
+	    0x1DFFF, 0x2D800, 0x1F600, 0x10D800, 0x10DFFF, 0x10FFFF };
+	static const char *const tails[] = { "", ",\"z\":1234567890123456789" };
+
+	for (size_t i = 0; i < sizeof(cps) / sizeof(cps[0]); i++) {
+		for (size_t j = 0; j < 2; j++) {
+			uint32_t c = cps[i] - 0x10000;
+			unsigned hi = 0xD800 + (c >> 10), lo = 0xDC00 + (c & 0x3FF);
+			char esc[160];
+			ki_buf raw, want;
+			struct json_object *got = NULL, *v = NULL;
+			api_status st;
+			int rc;
+
+			ki_buf_init(&raw);
+			ki_buf_init(&want);
+			ki_buf_put_utf8(&raw, cps[i]);
+			snprintf(esc, sizeof(esc), "{\"k\\u%04x\\u%04x\":"
+			    "\"a\\u%04X\\u%04Xb\"%s}", hi, lo, hi, lo, tails[j]);
+			ki_buf_append(&want, "k", 1);
+			ki_buf_append(&want, raw.data, raw.len);
+			api_status_init(&st);
+			rc = api_json_parse(esc, strlen(esc), 32, &got, &st);
+			CU_ASSERT_EQUAL_FATAL(rc, KI_OK);
+			CU_ASSERT_FATAL(json_object_object_get_ex(got,
+			    want.data, &v));
+			ki_buf_reset(&want);
+			ki_buf_append(&want, "a", 1);
+			ki_buf_append(&want, raw.data, raw.len);
+			ki_buf_append(&want, "b", 1);
+			if (strcmp(json_object_get_string(v), want.data) != 0)
+				fprintf(stderr, "test_parse_astral_escapes: "
+				    "U+%X path %zu read wrong\n", cps[i], j);
+			CU_ASSERT_STRING_EQUAL(json_object_get_string(v),
+			    want.data);
+			json_object_put(got);
+			api_status_free(&st);
+			ki_buf_free(&raw);
+			ki_buf_free(&want);
+		}
+	}
 }
 
 int
@@ -1165,6 +1171,8 @@ test_jcs_register(void)
 		{ "parsed tree of the seed", test_parse_tree_seed },
 		{ "parsed strings, a special byte at every offset",
 		  test_parse_string_offsets },
+		{ "characters above U+FFFF as escapes, on both paths",
+		  test_parse_astral_escapes },
 	};
 	CU_pSuite s;
 	size_t i;

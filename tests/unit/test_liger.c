@@ -11,29 +11,27 @@
 #include "api/jcs.h"
 #include "api/liger.h"
 #include "lib/ki.h"
+#include "tests/unit/tests.h"
 
 int test_liger_register(void);
 
 /* ---- helpers --------------------------------------------------------- */
 
-/* Reads $KI_SHARED_DIR/rel (default ../shared) into b. Returns 0, or -1
+/* Reads the test data file rel (tests_data_path) into b. Returns 0, or -1
  * after recording a failure naming the file. */
 static int
-read_shared(const char *rel, ki_buf *b)
+read_data(const char *rel, ki_buf *b)
 {
-	const char *dir = getenv("KI_SHARED_DIR");
 	char path[4096];
 	char chunk[65536];
-	FILE *f;
+	FILE *f = NULL;
 	size_t n;
 
-	if (dir == NULL || *dir == '\0')
-		dir = "../shared";
-	snprintf(path, sizeof(path), "%s/%s", dir, rel);
-	f = fopen(path, "rb");
+	if (tests_data_path(path, sizeof(path), rel) == 0)
+		f = fopen(path, "rb");
 	if (f == NULL) {
 		fprintf(stderr, "test_liger: cannot open %s\n", path);
-		CU_FAIL_FATAL("test data file missing (set KI_SHARED_DIR)");
+		CU_FAIL_FATAL("test data file missing (set KI_DATA_DIR)");
 		return -1;
 	}
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
@@ -148,7 +146,7 @@ load_all(void)
 		return 0;
 	ki_buf_init(&csv);
 	ki_buf_init(&err);
-	if (read_shared("data/liger/all_benchmark_data.csv", &csv) != 0)
+	if (read_data("liger/all_benchmark_data.csv", &csv) != 0)
 		return -1;
 	memset(&all, 0, sizeof(all));
 	ki_buf_init(&all.errors);
@@ -228,7 +226,7 @@ test_seed_row(void)
 	size_t i;
 
 	ki_buf_init(&text);
-	if (read_shared("seed/embedding-full-huggingface-a100.json", &text))
+	if (read_data("seed/embedding-full-huggingface-a100.json", &text))
 		return;
 	seed = json_tokener_parse(text.data);
 	ki_buf_free(&text);
@@ -965,7 +963,7 @@ test_export_round_trip(void)
 	ki_buf_init(&csv);
 	ki_buf_init(&out);
 	ki_buf_init(&err);
-	if (read_shared("data/liger/all_benchmark_data.csv", &csv) != 0)
+	if (read_data("liger/all_benchmark_data.csv", &csv) != 0)
 		return;
 	liger_csv_header(&out);
 	n = json_object_array_length(all.bundles);

@@ -1,0 +1,66 @@
+/* api/admin.h — the administrative operations, independent of HTTP: the
+ * store's opening and closing, tokens, backups, readiness and metrics, and
+ * the store reads of the watch hub. server/ reaches the store only through
+ * these and the other api/ operations. */
+#ifndef API_ADMIN_H
+#define API_ADMIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "api/service.h"
+#include "lib/ki.h"
+
+/* Opens the store in dir with the API's facet function: map_size bytes of
+ * map, growing up to map_max; history events kept for watches; shared:
+ * another process (a running daemon) may have it open (the admin
+ * commands); nosync: commits are not synced (tests). Returns KI_OK with
+ * *out, which the caller closes with api_store_close(). */
+int api_store_open(store **out, const char *dir, uint64_t map_size,
+	uint64_t map_max, uint64_t history, int shared, int nosync);
+void api_store_close(store *st);
+
+/* Checks every object of st and the indexes that find it (store_verify),
+ * its digest recomputed from its content as the by-digest endpoint serves
+ * it; each problem is a line on out. repair: missing digest index entries
+ * are put back (st opened unshared). Returns store_verify's result, with
+ * its counts in *vs. */
+int api_fsck(store *st, int repair, FILE *out, store_verify_stats *vs);
+
+/* The number of tokens in the store, in *n (0 when it cannot be read). */
+int api_token_count(store *st, uint64_t *n);
+
+/* The store's resourceVersion in *rv (left as it is when it cannot be
+ * read). */
+int api_current_rv(store *st, uint64_t *rv);
+
+/* Writes a consistent, compacted copy of st to a new file at path (never
+ * an existing one), synced. Returns KI_OK with *bytes its size. When the
+ * file cannot be created: KI_EIO with *open_errno the errno (EEXIST: it
+ * exists). Any other failure: its code, the file removed, *open_errno 0. */
+int api_backup_file(store *st, const char *path, long long *bytes,
+	int *open_errno);
+
+/* POST /admin/backup's operation: body {"path": "/abs/file"}; fills r
+ * (201 and a Backup object, or a Status). */
+void api_admin_backup(api_ctx *ctx, const char *body, size_t len,
+	api_resp *r);
+
+/* The token operations (admins only: the caller checks): list, create from
+ * body {"role", "source", "prefix", "description"} (the answer holds the
+ * secret, which is shown nowhere else), revoke by id. Each fills r. */
+void api_admin_token_list(api_ctx *ctx, api_resp *r);
+void api_admin_token_create(api_ctx *ctx, const char *body, size_t len,
+	api_resp *r);
+void api_admin_token_revoke(api_ctx *ctx, const char *id, api_resp *r);
+
+/* KI_OK when the store can be read (readiness). */
+int api_ready(api_ctx *ctx);
+
+/* Appends the API's and the store's metrics, in Prometheus' text format:
+ * lists, group commits, remembered bundle parts, the store's map, log and
+ * checkpoints, and its resourceVersion. */
+void api_metrics(api_ctx *ctx, ki_buf *b);
+
+#endif

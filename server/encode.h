@@ -1,0 +1,49 @@
+/* server/encode.h — representations of an answer and of a request body:
+ * content negotiation (Accept, Accept-Encoding), JSON rendered as YAML,
+ * gzip both ways. No libmicrohttpd here, so tests can drive it. */
+#ifndef SERVER_ENCODE_H
+#define SERVER_ENCODE_H
+
+#include <stddef.h>
+
+#include "lib/ki.h"
+
+/* Answers smaller than this are sent as they are even when the client
+ * takes gzip: compressing them costs more than the bytes it saves. */
+#define ENC_GZIP_MIN (8 * 1024)
+
+/* Does this Accept-Encoding header (NULL: absent) take gzip? */
+int enc_accepts_gzip(const char *accept_encoding);
+/* Does this Accept header (NULL: absent) prefer application/yaml to
+ * application/json? JSON is the default: wildcards do not choose YAML. */
+int enc_wants_yaml(const char *accept);
+/* Is a body of this Content-Type worth compressing (text, JSON, YAML)? */
+int enc_compressible(const char *content_type);
+
+/* Appends the gzip (RFC 1952) form of in[0..len) to out. Returns KI_OK or
+ * KI_ENOMEM. */
+int enc_gzip(const char *in, size_t len, ki_buf *out);
+
+/* Appends the YAML form of the JSON text in[0..len) (an answer of this
+ * server: valid JSON) to out, in block style with the keys in their JSON
+ * order; strings are plain only where no YAML 1.1 or 1.2 reader can take
+ * them for anything but that string, else double-quoted. Returns KI_OK,
+ * KI_EINVAL (not JSON, or nested beyond 256) or KI_ENOMEM. */
+int enc_yaml(const char *in, size_t len, ki_buf *out);
+
+/* A gzip request body inflated as it arrives, into a ki_buf whose limit
+ * bounds the decompressed size. */
+typedef struct enc_inflater enc_inflater;
+
+/* NULL when out of memory. Free with enc_inflate_free(). */
+enc_inflater *enc_inflate_new(void);
+/* Inflates in[0..len) onto out. Returns KI_OK, KI_EINVAL (not gzip, or
+ * data after the end of the gzip stream), KI_ELIMIT (out's limit reached)
+ * or KI_ENOMEM. */
+int enc_inflate(enc_inflater *z, const char *in, size_t len, ki_buf *out);
+/* The body has ended: KI_OK when the gzip stream was complete, else
+ * KI_EINVAL. */
+int enc_inflate_end(enc_inflater *z);
+void enc_inflate_free(enc_inflater *z);
+
+#endif
