@@ -157,8 +157,8 @@ crc_init(void)
 	}
 }
 
-static uint32_t
-crc32c_sw(uint32_t c, const uint8_t *p, size_t n)
+uint32_t
+lm_crc32c_sw(uint32_t c, const uint8_t *p, size_t n)
 {
 	pthread_once(&crc_once, crc_init);
 	while (n--)
@@ -187,18 +187,21 @@ crc32c_hw(uint32_t c, const uint8_t *p, size_t n)
 }
 #endif
 
-static uint32_t
-crc32c(const void *data, size_t n)
+uint32_t
+lm_crc32c(const void *data, size_t n)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-	static int hw = -1;
+	static int hw = -1;   /* read and set by any thread: atomics */
+	int h = __atomic_load_n(&hw, __ATOMIC_RELAXED);
 
-	if (hw < 0)
-		hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-	if (hw)
+	if (h < 0) {
+		h = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+		__atomic_store_n(&hw, h, __ATOMIC_RELAXED);
+	}
+	if (h)
 		return ~crc32c_hw(~0u, data, n);
 #endif
-	return ~crc32c_sw(~0u, data, n);
+	return ~lm_crc32c_sw(~0u, data, n);
 }
 
 /* Decodes a record (borrowed memory) into o; *flags gets its REC_*
@@ -229,7 +232,7 @@ lm_rec_decode_flags(const void *data, size_t size, store_obj *o, int *flags)
 			return KI_ECORRUPT;
 		size -= 4;
 		memcpy(&sum, p + size, 4);
-		if (crc32c(p, size) != sum)
+		if (lm_crc32c(p, size) != sum)
 			return KI_ECORRUPT;
 		fl &= (uint16_t)~REC_SUM;
 	}
@@ -334,7 +337,7 @@ lm_rec_encode_flags(uint8_t *p, const store_obj *o, uint16_t flags)
 	p += o->facets_len;
 	memcpy(p, o->json, o->json_len);
 	p += o->json_len;
-	sum = crc32c(start, (size_t)(p - start));
+	sum = lm_crc32c(start, (size_t)(p - start));
 	memcpy(p, &sum, 4);
 }
 
