@@ -20,7 +20,7 @@
 #include "server/config.h"
 #include "server/http.h"
 #include "server/router.h"
-#include "server/verifier.h"
+#include "api/verifier.h"
 #include "server/watch.h"
 
 static double

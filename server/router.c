@@ -604,27 +604,19 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 }
 
 /* HTTP's validators and caching, derived from what the API says of its
- * answer: the ETag is its version; immutable content is cached for a year
- * and answered 304 without its body when If-None-Match names it (or is
- * "*"); a secret is never stored. Answers that set their own headers (the
- * static files) are left as they are. */
+ * answer: the ETag is its version (server/http.c answers 304 when
+ * If-None-Match names it); immutable content is cached for a year; a
+ * secret is never stored. Answers that set their own headers (the static
+ * files) are left as they are. */
 static void
-http_semantics(const http_req *req, api_resp *r)
+http_semantics(api_resp *r)
 {
-	const char *inm;
-
 	if (r->version[0] != '\0')
 		snprintf(r->etag, sizeof(r->etag), "\"%s\"", r->version);
 	if (r->immutable)
 		r->cache_control = "public, max-age=31536000, immutable";
 	else if (r->secret)
 		r->cache_control = "no-store";
-	if (r->immutable && r->code == 200 &&
-	    (inm = req->header(req->cls, "If-None-Match")) != NULL &&
-	    (strstr(inm, r->etag) != NULL || strcmp(inm, "*") == 0)) {
-		ki_buf_reset(&r->body);
-		r->code = 304;
-	}
 }
 
 static void
@@ -787,7 +779,7 @@ router_dispatch(router *rt, const http_req *req, api_resp *r,
 	watch_params **watch)
 {
 	dispatch(rt, req, r, watch);
-	http_semantics(req, r);
+	http_semantics(r);
 }
 
 api_stream *
