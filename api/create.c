@@ -101,10 +101,10 @@ create_job_release(void *arg)
 
 /* After the batch: a failed commit turns a success into an error. */
 static void
-create_done(api_job *job, int commit_rc)
+create_done(store_job *job, int commit_rc)
 {
 	create_job *j = (create_job *)(void *)job;
-	api_job_done user = j->user_done;
+	store_job_done user = j->user_done;
 
 	if (job->rc == KI_OK && commit_rc != KI_OK) {
 		ki_buf_reset(&j->r->body);
@@ -219,7 +219,7 @@ out:
 }
 
 void
-api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
+api_create_submit(api_ctx *ctx, api_resp *r, store_job_done done, void *cookie)
 {
 	create_job *j = (create_job *)(void *)r->job;
 
@@ -227,5 +227,5 @@ api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
 	j->user_done = done;
 	j->job.cookie = cookie;
 	r->job = NULL;
-	api_committer_submit(ctx->committer, &j->job);
+	store_committer_submit(ctx->committer, &j->job);
 }

@@ -96,6 +96,7 @@ main(int argc, char **argv)
 	int (*suites[])(void) = {
 		test_jcs_register,
 		test_store_register,
+		test_store_lmdb_register,
 		test_store_model_register,
 		test_store_integrity_register,
 		test_api_register,

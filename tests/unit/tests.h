@@ -5,6 +5,7 @@
 
 int test_jcs_register(void);
 int test_store_register(void);
+int test_store_lmdb_register(void);
 int test_store_model_register(void);
 int test_store_integrity_register(void);
 int test_api_register(void);
