@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/review.h"
 #include "api/service.h"
 
 #define VERBS "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\",\"watch\"]"
@@ -43,6 +44,7 @@ api_discovery_apis(api_resp *r, int aggregated)
 	ki_buf_puts(&r->body, "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\","
 	    "\"groups\":[");
 	group_entry(&r->body);
+	api_review_groups(&r->body);
 	ki_buf_puts(&r->body, "]}");
 	r->code = 200;
 }

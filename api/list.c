@@ -125,6 +125,11 @@ api_query_match(const api_query *q, const store_obj *o)
 	    api_selector_match(q->labels, o->labels, o->labels_len);
 }
 
+/* A list without a limit keeps this much of its items in memory, then
+ * moves them to an unlinked file, so that memory stays bounded however
+ * many objects it holds. */
+#define LIST_KEEP_BYTES (1u << 20)
+
 typedef struct list_arg {
 	ki_buf *out;
 	const api_kind *kind;
@@ -134,7 +139,30 @@ typedef struct list_arg {
 	double now;
 	uint64_t last;              /* id of the last item */
 	uint64_t examined;          /* objects the query was matched against */
+	/* A whole list (no limit): out is moved to spill as it grows. */
+	int whole;
+	const char *spill_dir;
+	FILE *spill;
+	uint64_t spilled;
 } list_arg;
+
+/* Moves a whole list's rendered items to its file once they outgrow
+ * memory (or at once when flush is set and a file exists). */
+static int
+list_spill(list_arg *a, int flush)
+{
+	if (!a->whole || a->out->len == 0 || (a->out->len < LIST_KEEP_BYTES &&
+	    !(flush && a->spill != NULL)))
+		return KI_OK;
+	if (a->spill == NULL && (a->spill = api_spill_open(a->spill_dir)) ==
+	    NULL)
+		return KI_EIO;
+	if (fwrite(a->out->data, 1, a->out->len, a->spill) != a->out->len)
+		return KI_EIO;
+	a->spilled += a->out->len;
+	ki_buf_reset(a->out);
+	return KI_OK;
+}
 
 static int
 list_one(void *arg, const store_obj *o)
@@ -157,7 +185,7 @@ list_one(void *arg, const store_obj *o)
 	}
 	a->n++;
 	a->last = o->seq;
-	return a->out->oom ? KI_ENOMEM : 0;
+	return a->out->oom ? KI_ENOMEM : list_spill(a, 0);
 }
 
 static const char b64url[] =
@@ -301,7 +329,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	store_txn *txn = NULL;
 	api_query q;
 	list_arg a;
-	ki_buf after, tok;
+	ki_buf after, tok, items;
 	uint64_t after_id = 0;
 	api_status st;
 	int rc, path;
@@ -310,6 +338,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	memset(&q, 0, sizeof(q));
 	ki_buf_init(&after);
 	ki_buf_init(&tok);
+	ki_buf_init(&items);
 	api_status_init(&st);
 	if (api_query_parse(&q, k, opt->label_selector, opt->field_selector,
 	    r) != KI_OK)
@@ -321,8 +350,15 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	a.include = opt->include;
 	a.now = ctx->now();
 	a.limit = opt->limit;
-	if (a.limit == 0 || a.limit > ctx->lim->max_page)
+	if (a.limit > ctx->lim->max_page)
 		a.limit = ctx->lim->max_page;
+	/* Without a limit the answer is the whole collection, as
+	 * kube-apiserver's: one read transaction renders it (one
+	 * resourceVersion), its items spilled to a file as they come. */
+	a.whole = a.limit == 0;
+	a.spill_dir = ctx->spill_dir;
+	if (a.whole)
+		a.out = &items;
 	if (opt->continue_token != NULL && *opt->continue_token != '\0') {
 		/* Token: "i:" + the id of the previous page's last object, in
 		 * decimal: the next page starts after it with one seek. */
@@ -363,6 +399,15 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		api_fail_rc(r, rc, "listing");
 		goto out;
 	}
+	if (a.whole && a.spill == NULL) {
+		/* It fitted in memory: the items follow the head. */
+		ki_buf_append(&r->body, items.data, items.len);
+		ki_buf_reset(&items);
+		a.whole = 0;
+	}
+	a.out = &r->body;
+	if (a.spill != NULL)
+		a.out = &items;     /* the tail goes after the spilled items */
 	if (a.more) {
 		ki_buf raw;
 
@@ -372,19 +417,32 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		ki_buf_free(&raw);
 	}
 	if (a.table) {
-		api_table_close(&r->body, store_rv(txn), a.more ? tok.data : NULL);
+		api_table_close(a.out, store_rv(txn), a.more ? tok.data : NULL);
 	} else {
-		ki_buf_printf(&r->body, "],\"metadata\":{\"resourceVersion\":"
+		ki_buf_printf(a.out, "],\"metadata\":{\"resourceVersion\":"
 		    "\"%llu\"", (unsigned long long)store_rv(txn));
 		if (a.more)
-			ki_buf_printf(&r->body, ",\"continue\":\"%s\"", tok.data);
-		ki_buf_puts(&r->body, "}}");
+			ki_buf_printf(a.out, ",\"continue\":\"%s\"", tok.data);
+		ki_buf_puts(a.out, "}}");
 	}
-	if (r->body.oom)
+	if (r->body.oom || items.oom) {
 		api_fail_rc(r, KI_ENOMEM, "listing");
-	else
-		r->code = 200;
+		goto out;
+	}
+	if (a.spill != NULL) {
+		if ((rc = list_spill(&a, 1)) != KI_OK || fflush(a.spill) != 0) {
+			api_fail_rc(r, rc != KI_OK ? rc : KI_EIO, "listing");
+			goto out;
+		}
+		r->spill = a.spill;
+		r->spill_len = a.spilled;
+		a.spill = NULL;
+	}
+	r->code = 200;
 out:
+	if (a.spill != NULL)
+		fclose(a.spill);
+	ki_buf_free(&items);
 	store_abort(txn);
 	api_query_free(&q);
 	ki_buf_free(&after);

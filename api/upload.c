@@ -318,7 +318,7 @@ static int store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
 	struct json_object *extra_status, const api_run_refs *given,
-	api_prerender *pre);
+	api_prerender *pre, const ki_buf *prev_status);
 
 /* Renders and stores one object of kind k: meta (borrowed; its
  * resourceVersion is set here, and for runs its derived labels), the
@@ -371,7 +371,8 @@ api_store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	struct json_object *extra_status)
 {
 	return store_object(ctx, txn, k, meta, spec, spec_len, NULL, digest,
-	    refs, nrefs, name, natkey, natkey_len, extra_status, NULL, NULL);
+	    refs, nrefs, name, natkey, natkey_len, extra_status, NULL, NULL,
+	    NULL);
 }
 
 /* api_store_object, where spec_tree (borrowed, may be NULL) is the tree
@@ -387,7 +388,7 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	const uint8_t digest[API_DIGEST_LEN], const uint8_t *refs, size_t nrefs,
 	const char *name, const char *natkey, size_t natkey_len,
 	struct json_object *extra_status, const api_run_refs *given,
-	api_prerender *pre)
+	api_prerender *pre, const ki_buf *prev_status)
 {
 	struct json_object *labels = NULL, *spec_obj = NULL;
 	ki_buf metab, status, json, lblob, rvs;
@@ -455,6 +456,11 @@ store_object(api_ctx *ctx, store_txn *txn, const api_kind *k,
 	    k->id == API_RUN ? &pl : NULL, ctx->now(), &status);
 	if (rc == KI_OK)
 		rc = merge_status(&status, extra_status);
+	/* A condition whose status did not change keeps the time it last
+	 * changed. */
+	if (rc == KI_OK && prev_status != NULL)
+		rc = api_conditions_keep(&status, prev_status->data,
+		    prev_status->len);
 	if (rc != KI_OK)
 		goto out;
 	rc = api_render(k, metab.data, metab.len, spec, spec_len, status.data,
@@ -573,10 +579,10 @@ stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
 	struct json_object *kept = extra == NULL ? kept_status(c) : NULL;
 	int rc;
 
-	rc = api_store_object(ctx, txn, c->kind, c->meta, c->spec.data,
-	    c->spec.len, c->digest, (const uint8_t *)c->refs.data, c->nrefs,
-	    c->name.data, c->natkey.data, c->natkey.len,
-	    extra != NULL ? extra : kept);
+	rc = store_object(ctx, txn, c->kind, c->meta, c->spec.data,
+	    c->spec.len, NULL, c->digest, (const uint8_t *)c->refs.data,
+	    c->nrefs, c->name.data, c->natkey.data, c->natkey.len,
+	    extra != NULL ? extra : kept, NULL, NULL, &c->status);
 	if (kept != NULL)
 		json_object_put(kept);
 	return rc;
@@ -862,7 +868,7 @@ prerender_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	if (store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
 	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, NULL,
-	    &rr, p) != KI_OK) {
+	    &rr, p, NULL) != KI_OK) {
 		api_prerender_free(p);
 		p = NULL;
 	}
@@ -898,7 +904,7 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
 	    d->refs[0], d->nrefs, d->name, d->natkey.data, d->natkey.len, extra,
-	    NULL, NULL);
+	    NULL, NULL, NULL);
 	if (extra != NULL)
 		json_object_put(extra);
 	json_object_put(meta);

@@ -1,7 +1,7 @@
 /* api/verify.h — the Verification controller's steps over the store:
  * claim a pending verification and build the reference program's request,
  * then record what the program measured on the Verification and mirror it
- * onto the run. Launching the program is server/verifier.c's job. */
+ * onto the run. Launching the program is api/verifier.c's job. */
 #ifndef API_VERIFY_H
 #define API_VERIFY_H
 

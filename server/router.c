@@ -12,6 +12,8 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
+#include "api/options.h"
+#include "api/review.h"
 #include "api/table.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
@@ -355,7 +357,16 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	if (strcmp(req->method, "DELETE") == 0) {
 		api_write_opts wo;
 
-		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0)
+		int orphan;
+
+		/* orphanDependents: nothing here has dependents, so either
+		 * value is honoured; it must still be a boolean. */
+		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    bool_arg(req, "orphanDependents", &orphan, r) != 0 ||
+		    api_delete_query(req->arg(req->cls, "propagationPolicy"),
+		    req->arg(req->cls, "gracePeriodSeconds"), r) != KI_OK ||
+		    api_delete_options(req->body, req->body_len,
+		    rt->api->lim->max_depth, &wo, r) != KI_OK)
 			return;
 		api_delete(rt->api, k, name, len, &wo, r);
 		return;
@@ -381,12 +392,15 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			type = API_PATCH_MERGE;
 		else if (strcmp(mt, "application/strategic-merge-patch+json") == 0)
 			type = API_PATCH_STRATEGIC;
+		else if (strcmp(mt, "application/json-patch+json") == 0)
+			type = API_PATCH_JSON;
 		else if (strcmp(mt, "application/apply-patch+yaml") == 0 ||
 		    strcmp(mt, "application/apply-patch+json") == 0)
 			type = API_PATCH_APPLY;
 		else {
 			fail(r, 415, "UnsupportedMediaType", "the patch type \"%.64s\" "
 			    "is not supported: use application/merge-patch+json, "
+			    "application/json-patch+json, "
 			    "application/strategic-merge-patch+json (taken as a merge "
 			    "patch) or application/apply-patch+yaml", mt);
 			return;
@@ -604,27 +618,19 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 }
 
 /* HTTP's validators and caching, derived from what the API says of its
- * answer: the ETag is its version; immutable content is cached for a year
- * and answered 304 without its body when If-None-Match names it (or is
- * "*"); a secret is never stored. Answers that set their own headers (the
- * static files) are left as they are. */
+ * answer: the ETag is its version (server/http.c answers 304 when
+ * If-None-Match names it); immutable content is cached for a year; a
+ * secret is never stored. Answers that set their own headers (the static
+ * files) are left as they are. */
 static void
-http_semantics(const http_req *req, api_resp *r)
+http_semantics(api_resp *r)
 {
-	const char *inm;
-
 	if (r->version[0] != '\0')
 		snprintf(r->etag, sizeof(r->etag), "\"%s\"", r->version);
 	if (r->immutable)
 		r->cache_control = "public, max-age=31536000, immutable";
 	else if (r->secret)
 		r->cache_control = "no-store";
-	if (r->immutable && r->code == 200 &&
-	    (inm = req->header(req->cls, "If-None-Match")) != NULL &&
-	    (strstr(inm, r->etag) != NULL || strcmp(inm, "*") == 0)) {
-		ki_buf_reset(&r->body);
-		r->code = 304;
-	}
 }
 
 static void
@@ -707,6 +713,15 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		api_discovery_group(r);
 		return;
 	}
+	if (strncmp(p, "/apis/", 6) == 0) {
+		api_reviewer rv = { &who, rt->anonymous_reads };
+		char mt[128];
+
+		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+		if (api_review_route(rt->api, &rv, req->method, p, req->body,
+		    req->body_len, mt, r))
+			return;
+	}
 	if (strncmp(p, "/apis/", 6) == 0 || strncmp(p, "/api/", 5) == 0) {
 		const char *rest, *slash;
 		const api_kind *k;
@@ -787,7 +802,7 @@ router_dispatch(router *rt, const http_req *req, api_resp *r,
 	watch_params **watch)
 {
 	dispatch(rt, req, r, watch);
-	http_semantics(req, r);
+	http_semantics(r);
 }
 
 api_stream *

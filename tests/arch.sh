@@ -13,7 +13,7 @@
 # Prints each breach and exits 1 when there is one. Usage: tests/arch.sh
 # [SRCDIR [BUILDDIR]]; make check runs it with KI_SRCDIR set.
 top=${1:-${KI_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}}
-build=${2:-.}
+build=$(cd "${2:-.}" 2>/dev/null && pwd)
 max=1500
 fail=0
 tmp=$(mktemp -d) || exit 1

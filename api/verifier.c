@@ -1,7 +1,7 @@
-/* server/verifier.c — runs kernelindex-ref for pending Verifications. The
+/* api/verifier.c — runs kernelindex-ref for pending Verifications. The
  * child's crash or timeout fails that verification, never the daemon. */
 #define _GNU_SOURCE /* pipe2 */
-#include "server/verifier.h"
+#include "api/verifier.h"
 
 #include <errno.h>
 #include <fcntl.h>

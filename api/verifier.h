@@ -1,8 +1,8 @@
-/* server/verifier.h — the Verification controller: a thread that runs the
+/* api/verifier.h — the Verification controller: a thread that runs the
  * reference-kernel program for each pending Verification, as a child
  * process with a timeout and bounded output. */
-#ifndef SERVER_VERIFIER_H
-#define SERVER_VERIFIER_H
+#ifndef API_VERIFIER_H
+#define API_VERIFIER_H
 
 #include "api/service.h"
 
