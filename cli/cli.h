@@ -116,9 +116,6 @@ int cli_cmd_watch(cli *c, int argc, char **argv);
 int cli_cmd_delete(cli *c, int argc, char **argv);
 int cli_cmd_run(cli *c, int argc, char **argv);
 
-/* The usage text of a command ("push", …), or NULL for none; static. */
-const char *cli_usage_of(const char *cmd);
-
 /* ---- bulk upload (cli/upload.c) -------------------------------------- */
 
 /* The tally of an upload, per document (bundle or object) sent. */

@@ -80,7 +80,8 @@ CLI_DEFAULT_SERVER "),\n"
 "unusable), 2 usage, 3 the server could not be reached, 4 a regression\n"
 "beyond the threshold (run --baseline).\n";
 
-const char *
+/* The usage text of a command ("push", …), or NULL for none; static. */
+static const char *
 cli_usage_of(const char *cmd)
 {
 	size_t i;
