@@ -252,8 +252,8 @@ parse_after(const ki_buf *tok, int kind, uint64_t *id)
  * intersection of the index postings of its equality and set
  * requirements (labels, and a run's references by digest), else the
  * kind's range. fn still checks every requirement. */
-static int
-run_query(store_txn *txn, const api_kind *k, const api_query *q,
+int
+api_query_run(store_txn *txn, const api_kind *k, const api_query *q,
 	uint64_t after, store_each_fn fn, void *arg, int *path)
 {
 	store_term *terms = NULL;
@@ -391,7 +391,7 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	else
 		ki_buf_printf(&r->body, "{\"kind\":\"%s\",\"apiVersion\":\""
 		    API_GROUP_VERSION "\",\"items\":[", k->list_kind);
-	rc = run_query(txn, k, &q, after_id, list_one, &a, &path);
+	rc = api_query_run(txn, k, &q, after_id, list_one, &a, &path);
 	__atomic_add_fetch(&ctx->lists.requests[path], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ctx->lists.examined, a.examined, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&ctx->lists.returned, a.n, __ATOMIC_RELAXED);
@@ -540,7 +540,7 @@ api_facets(api_ctx *ctx, const char *label_sel, api_resp *r)
 	} else {
 		int path;
 
-		rc = run_query(txn, k, &q, 0, facet_scan, &f, &path);
+		rc = api_query_run(txn, k, &q, 0, facet_scan, &f, &path);
 	}
 	if (rc != KI_OK) {
 		api_fail_rc(r, rc, "counting");

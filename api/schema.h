@@ -48,6 +48,7 @@ extern const api_field api_schema_environment[];
 extern const api_field api_schema_workload[];
 extern const api_field api_schema_implementation[];
 extern const api_field api_schema_verification[];
+extern const api_field api_schema_threshold[];
 
 /* How unknown fields are treated: the fieldValidation query parameter. */
 enum api_field_validation {

@@ -13,6 +13,7 @@
 #include "api/parts.h"
 #include "api/runstatus.h"
 #include "api/table.h"
+#include "api/threshold.h"
 
 /* ---- upload elements ---- */
 
@@ -531,6 +532,8 @@ kept_status(const stored_copy *c)
 	if (kept != NULL && json_object_object_get(old, "verification") != NULL)
 		json_object_object_add(kept, "verification", json_object_get(
 		    json_object_object_get(old, "verification")));
+	if (kept != NULL)
+		api_threshold_keep(old, kept);
 	json_object_put(old);
 	return kept;
 }
@@ -844,9 +847,11 @@ static int
 put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
 	struct json_object *doc_meta = NULL, *meta, *extra = NULL;
-	int rc;
+	int rc, judged = d->kind->id == API_RUN && api_threshold_any(txn);
 
-	if (d->pre != NULL && memcmp(d->pre->ref_ids, d->ref_ids,
+	/* A run a Threshold may judge is rendered here, with its series'
+	 * history as this transaction sees it. */
+	if (!judged && d->pre != NULL && memcmp(d->pre->ref_ids, d->ref_ids,
 	    sizeof(d->ref_ids)) == 0) {
 		/* What the rendering read is what the store holds now. */
 		if ((rc = put_prerendered(txn, d->pre)) != KI_OK)
@@ -863,6 +868,12 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 		if (extra != NULL)
 			json_object_object_add(extra, "phase",
 			    json_object_new_string("Pending"));
+	}
+	if (judged && (rc = api_threshold_judge(txn, json_object_object_get(
+	    d->obj, "spec"), d->refs[0], d->nrefs, d->name, meta, &extra,
+	    ctx->now())) != KI_OK) {
+		json_object_put(meta);
+		return rc;
 	}
 	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
