@@ -107,7 +107,8 @@ select_points(store_txn *txn, const char *sel, const char *common,
 		out->v[keep++] = out->v[i];
 	}
 	out->n = keep;
-	qsort(out->v, out->n, sizeof(*out->v), by_series);
+	if (out->n > 1)
+		qsort(out->v, out->n, sizeof(*out->v), by_series);
 	return KI_OK;
 }
 
@@ -288,7 +289,8 @@ pair_up(comparison *c, double threshold_pct)
 			logsum += log(p->ratio);
 	}
 	c->geomean = c->npairs ? exp(logsum / (double)c->npairs) : NAN;
-	qsort(c->pairs, c->npairs, sizeof(*c->pairs), pair_order);
+	if (c->npairs > 1)
+		qsort(c->pairs, c->npairs, sizeof(*c->pairs), pair_order);
 	return KI_OK;
 }
 
@@ -596,6 +598,19 @@ side_selector(struct json_object *spec, const char *which, api_status *st)
 		    "Invalid value: must be a string");
 		return NULL;
 	}
+	{
+		api_selector sel;
+		char err[256];
+
+		memset(&sel, 0, sizeof(sel));
+		if (api_selector_parse(json_object_get_string(ls), &sel, err,
+		    sizeof(err)) != KI_OK) {
+			api_status_cause(st, "FieldValueInvalid", f, "Invalid value: %s",
+			    err);
+			return NULL;
+		}
+		api_selector_free(&sel);
+	}
 	return json_object_get_string(ls);
 }
 
@@ -876,7 +891,8 @@ api_leaderboard(api_ctx *ctx, const char *gpu, const char *sel,
 		goto out;
 	if (r->code == 422)
 		r->code = 400;
-	qsort(pts.v, pts.n, sizeof(*pts.v), by_board);
+	if (pts.n > 1)
+		qsort(pts.v, pts.n, sizeof(*pts.v), by_board);
 	if (pts.n > 0 && (rank = calloc(pts.n, sizeof(*rank))) == NULL) {
 		api_resp_fail(r, 503, "ServiceUnavailable", NULL, "out of memory");
 		goto out;
