@@ -425,7 +425,8 @@ history(store_txn *txn, const api_point *p, const rule *r, api_points *h)
 		h->v[keep++] = h->v[i];
 	}
 	h->n = keep;
-	qsort(h->v, h->n, sizeof(*h->v), by_point);
+	if (h->n > 1)
+		qsort(h->v, h->n, sizeof(*h->v), by_point);
 	if (h->n > (size_t)r->window) {
 		size_t drop = h->n - (size_t)r->window;
 
