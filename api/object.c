@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/threshold.h"
 #include "api/validate.h"
 
 #define MAX_LABELS 64

@@ -24,11 +24,6 @@ void api_threshold_stats_get(api_threshold_stats *out);
 /* Appends those counters to b in the Prometheus text format. */
 void api_threshold_metrics(ki_buf *b);
 
-/* Checks what the schema cannot: the selector parses, window and
- * minSample are sane. Causes go to st under path ("spec"). */
-void api_validate_threshold(struct json_object *spec, const char *path,
-	api_status *st);
-
 /* Is any Threshold stored? */
 int api_threshold_any(store_txn *txn);
 
