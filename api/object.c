@@ -1254,8 +1254,6 @@ api_doc_prepare(api_doc *d, struct json_object *obj, const char *path,
 			api_validate_workload(spec, p, st);
 		else if (d->kind->id == API_PROTOCOL)
 			api_validate_protocol(spec, p, st);
-		else if (d->kind->id == API_THRESHOLD)
-			api_validate_threshold(spec, p, st);
 	}
 	if (st->ncauses != before || spec == NULL || st->code != 0)
 		return;

@@ -49,11 +49,6 @@ extern const api_field api_schema_workload[];
 extern const api_field api_schema_implementation[];
 extern const api_field api_schema_verification[];
 extern const api_field api_schema_threshold[];
-/* Checks of a Threshold's spec that the schema cannot make: its selector
- * parses, window and minSample agree (api/threshold.c). Causes go to st
- * under path ("spec"). */
-void api_validate_threshold(struct json_object *spec, const char *path,
-	api_status *st);
 
 /* How unknown fields are treated: the fieldValidation query parameter. */
 enum api_field_validation {

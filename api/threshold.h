@@ -24,6 +24,12 @@ void api_threshold_stats_get(api_threshold_stats *out);
 /* Appends those counters to b in the Prometheus text format. */
 void api_threshold_metrics(ki_buf *b);
 
+/* Checks of a Threshold's spec that the schema cannot make: its selector
+ * parses, window and minSample agree. Causes go to st under path
+ * ("spec"). */
+void api_validate_threshold(struct json_object *spec, const char *path,
+	api_status *st);
+
 /* Is any Threshold stored? */
 int api_threshold_any(store_txn *txn);
 

@@ -157,8 +157,18 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 	char p[64];
 
 	if (!allow_bundle || !is_bundle(v)) {
+		struct json_object *spec = NULL;
+
 		api_doc_prepare(&e->docs[0], v, prefix, expect, &e->st, &e->unk);
 		e->ndocs = 1;
+		/* What a Threshold's schema cannot say (api/threshold.c). */
+		if (e->docs[0].kind != NULL &&
+		    e->docs[0].kind->id == API_THRESHOLD &&
+		    json_object_object_get_ex(v, "spec", &spec) &&
+		    json_object_is_type(spec, json_type_object)) {
+			snprintf(p, sizeof(p), "%s%sspec", prefix, *prefix ? "." : "");
+			api_validate_threshold(spec, p, &e->st);
+		}
 		goto out;
 	}
 	json_object_object_foreach(v, key, val) {
