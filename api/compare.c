@@ -988,6 +988,83 @@ out:
 	api_points_free(&pts);
 }
 
+/* ---- series ---- */
+
+void
+api_series(api_ctx *ctx, const char *sel, const char *version_label,
+	int include_implausible, api_resp *r)
+{
+	api_points pts;
+	store_txn *txn = NULL;
+	size_t dropped = 0, items = 0;
+	uint64_t rv;
+	int rc;
+
+	memset(&pts, 0, sizeof(pts));
+	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
+		api_resp_fail(r, 503, "ServiceUnavailable", NULL, "opening a read "
+		    "transaction: %s", ki_strerror(rc));
+		return;
+	}
+	rv = store_rv(txn);
+	rc = select_points(txn, sel, NULL, version_label, include_implausible,
+	    "labelSelector", &pts, &dropped, r);
+	store_abort(txn);
+	if (rc != KI_OK) {
+		if (r->code == 422)
+			r->code = 400;
+		goto out;
+	}
+	ki_buf_printf(&r->body, "{\"apiVersion\":\"" API_GROUP_VERSION "\","
+	    "\"kind\":\"SeriesList\",\"metadata\":{\"resourceVersion\":"
+	    "\"%llu\"},\"excludedImplausible\":%zu,\"items\":[",
+	    (unsigned long long)rv, dropped);
+	/* select_points leaves them by series, each in version order. */
+	for (size_t i = 0; i < pts.n; items++) {
+		size_t n = series_len(&pts, i);
+
+		if (items)
+			ki_buf_putc(&r->body, ',');
+		ki_buf_puts(&r->body, "{\"series\":");
+		series_json(&r->body, &pts.v[i]);
+		ki_buf_puts(&r->body, ",\"points\":[");
+		for (size_t k = 0; k < n; k++) {
+			const api_point *p = &pts.v[i + k];
+
+			if (k)
+				ki_buf_putc(&r->body, ',');
+			ki_buf_puts(&r->body, "{\"run\":");
+			put_str(&r->body, p->name);
+			ki_buf_puts(&r->body, ",\"version\":");
+			put_str(&r->body, p->version);
+			ki_buf_puts(&r->body, ",\"observedAt\":");
+			put_str(&r->body, p->observed);
+			ki_buf_puts(&r->body, ",\"median\":");
+			put_num(&r->body, p->median);
+			ki_buf_puts(&r->body, ",\"p20\":");
+			put_num(&r->body, p->p20);
+			ki_buf_puts(&r->body, ",\"p80\":");
+			put_num(&r->body, p->p80);
+			ki_buf_puts(&r->body, ",\"fractionOfFloor\":");
+			put_num(&r->body, p->fraction >= 0 ? p->fraction : NAN);
+			ki_buf_printf(&r->body, ",\"implausible\":%s}",
+			    p->implausible ? "true" : "false");
+		}
+		ki_buf_puts(&r->body, "]}");
+		i += n;
+	}
+	ki_buf_puts(&r->body, "]}");
+	if (r->body.oom) {
+		api_resp_free(r);
+		api_resp_init(r);
+		api_resp_fail(r, 503, "ServiceUnavailable", NULL, "out of memory");
+	} else {
+		r->code = 200;
+	}
+out:
+	api_points_free(&pts);
+}
+
 /* ---- runs as CSV ---- */
 
 void

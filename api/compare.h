@@ -43,6 +43,12 @@ void api_leaderboard(api_ctx *ctx, const char *gpu, const char *sel,
 	const char *version_label, int include_implausible, int csv,
 	api_resp *r);
 
+/* GET .../series[?labelSelector=…&includeImplausible=true]: the selected
+ * runs grouped by series, each series' points in version order (how a
+ * kernel changed across releases). */
+void api_series(api_ctx *ctx, const char *sel, const char *version_label,
+	int include_implausible, api_resp *r);
+
 /* GET .../benchmarkruns with Accept: text/csv (or format=csv): one line a
  * run selected by sel (may be NULL) with its series and figures. */
 void api_runs_csv(api_ctx *ctx, const char *sel, const char *version_label,

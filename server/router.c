@@ -271,14 +271,16 @@ wants_csv(const http_req *req, api_resp *r)
 }
 
 /* comparisons (POST a Comparison, or GET with its selectors as query
- * parameters) and leaderboard (GET): answers from the stored runs, which
- * reading them is enough for. Returns 1 when rest was one of them. */
+ * parameters), leaderboard and series (GET): answers from the stored runs,
+ * which reading them is enough for. Returns 1 when rest was one of
+ * them. */
 static int
 analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 {
 	int csv, implausible;
 
-	if (strcmp(rest, "comparisons") != 0 && strcmp(rest, "leaderboard") != 0)
+	if (strcmp(rest, "comparisons") != 0 && strcmp(rest, "leaderboard") != 0 &&
+	    strcmp(rest, "series") != 0)
 		return 0;
 	if ((csv = wants_csv(req, r)) < 0)
 		return 1;
@@ -303,6 +305,16 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	}
 	if (bool_arg(req, "includeImplausible", &implausible, r) < 0)
 		return 1;
+	if (strcmp(rest, "series") == 0) {
+		if (csv) {
+			api_runs_csv(rt->api, req->arg(req->cls, "labelSelector"),
+			    req->arg(req->cls, "versionLabel"), r);
+			return 1;
+		}
+		api_series(rt->api, req->arg(req->cls, "labelSelector"),
+		    req->arg(req->cls, "versionLabel"), implausible, r);
+		return 1;
+	}
 	if (strcmp(rest, "leaderboard") == 0) {
 		api_leaderboard(rt->api, req->arg(req->cls, "gpu"),
 		    req->arg(req->cls, "labelSelector"), req->arg(req->cls,

@@ -420,6 +420,32 @@ def leaderboard_ranks_providers_per_gpu():
 
 
 @test
+def series_lists_each_series_in_version_order():
+    w = world()
+    d = w['d']
+    sel = 'provider=liger,gpu=a100-sxm4-80gb,kernel=cross_entropy'
+    r = d.get(G + '/series?labelSelector=' + q(sel))
+    eq(r.status, 200, 'series')
+    items = r.json()['items']
+    check(items, 'some series')
+    by_name = {i['metadata']['name']: i for i in w['cand']}
+    slowed = set(w['by_factor'][SLOWER])
+    for it in items:
+        eq((it['series']['provider'], it['series']['gpu']),
+           ('liger', 'a100-sxm4-80gb'), 'selected')
+        vs = [p['version'] for p in it['points']]
+        eq(vs, sorted(vs, key=lambda v: [int(x) for x in v.split('.')]),
+           'version order')
+        if vs == [BASE, FAKE]:
+            a, b = it['points']
+            check(b['run'] in by_name, 'the made-up run')
+            k = SLOWER if b['run'] in slowed else FASTER
+            check(abs(b['median'] / a['median'] - k) < 1e-3, 'scaled %r' % it)
+    eq(d.get(G + '/series?labelSelector=' + q('a in (')).status, 400,
+       'bad selector')
+
+
+@test
 def csv_export_of_runs_and_comparisons():
     w = world()
     d = w['d']
