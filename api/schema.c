@@ -274,6 +274,32 @@ const api_field api_schema_threshold[] = {
 	{ NULL, 0, 0, NULL, NULL, 0, NULL },
 };
 
+/* ---- Comparison (answered, not stored: api/compare.c) ---- */
+
+static const api_field comparison_side[] = {
+	{ "labelSelector", API_T_STRING, API_F_REQUIRED, NULL, NULL, 1024,
+	  "The runs of this side, e.g. liger_version=0.2.1." },
+	{ NULL, 0, 0, NULL, NULL, 0, NULL },
+};
+
+const api_field api_schema_comparison[] = {
+	{ "baseline", API_T_OBJECT, API_F_REQUIRED, NULL, comparison_side, 0,
+	  "The runs compared against." },
+	{ "candidate", API_T_OBJECT, API_F_REQUIRED, NULL, comparison_side, 0,
+	  "The runs judged." },
+	{ "labelSelector", API_T_STRING, 0, NULL, NULL, 1024,
+	  "Narrows both sides, e.g. gpu=h100-sxm5-80gb." },
+	{ "thresholdPercent", API_T_NUMBER, API_F_NONNEG, NULL, NULL, 0,
+	  "A pair worse by more than this is a regression, better by more an "
+	  "improvement (default 5)." },
+	{ "versionLabel", API_T_STRING, 0, NULL, NULL, 317,
+	  "The label that orders a series by version (default liger_version, "
+	  "then version)." },
+	{ "includeImplausible", API_T_BOOL, 0, NULL, NULL, 0,
+	  "Runs flagged Implausible take part (default false)." },
+	{ NULL, 0, 0, NULL, NULL, 0, NULL },
+};
+
 /* ---- syntax checks ---- */
 
 static int

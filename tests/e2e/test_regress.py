@@ -9,9 +9,9 @@ import collections
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -443,6 +443,46 @@ def series_lists_each_series_in_version_order():
             check(abs(b['median'] / a['median'] - k) < 1e-3, 'scaled %r' % it)
     eq(d.get(G + '/series?labelSelector=' + q('a in (')).status, 400,
        'bad selector')
+
+
+@test
+def kubectl_creates_comparisons_and_lists_thresholds():
+    kubectl = shutil.which('kubectl')
+    if kubectl is None:
+        print('kubectl not installed: skipped')
+        return
+    w = world()
+    d = w['d']
+    cfgdir = kitest.tempdir('kitest-kube-')
+    cfg = os.path.join(cfgdir, 'config')
+    with open(cfg, 'w') as f:
+        f.write('apiVersion: v1\nkind: Config\nclusters:\n'
+                '- name: ki\n  cluster: {server: "http://127.0.0.1:%d"}\n'
+                'contexts:\n- name: ki\n  context: {cluster: ki, user: ki}\n'
+                'current-context: ki\nusers:\n- name: ki\n  user: {}\n'
+                % d.port)
+    env = dict(os.environ, KUBECONFIG=cfg, HOME=cfgdir,
+               KUBECACHEDIR=os.path.join(cfgdir, 'c'))
+
+    def k(*args, input=None):
+        p = subprocess.run([kubectl] + list(args), env=env, input=input,
+                           capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 0, 'kubectl %s: %s' % (' '.join(args), p.stderr))
+        return p.stdout
+    out = k('get', 'kth')
+    check('liger-5pct' in out and 'percentage' in out, out)
+    # kubectl validates a create against a resource's PATCH operation,
+    # which a Comparison has none of: --validate=false sends it as it is.
+    cmp = json.dumps({
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Comparison',
+        'metadata': {'name': 'ci'},
+        'spec': {'baseline': {'labelSelector': 'liger_version=' + BASE},
+                 'candidate': {'labelSelector': 'liger_version=' + FAKE},
+                 'includeImplausible': True}})
+    out = k('create', '--validate=false', '-f', '-', '-o',
+            'jsonpath={.status.summary.regressions}', input=cmp)
+    eq(int(out), len(w['by_factor'][SLOWER]), 'regressions through kubectl')
+    check('thresholdPercent' in k('explain', 'comparison.spec'), 'explain')
 
 
 @test
