@@ -12,6 +12,7 @@
 #include "api/object.h"
 #include "api/schema.h"
 #include "api/series.h"
+#include "lib/limits.h"
 
 #define CSV_TYPE "text/csv; charset=utf-8"
 
@@ -91,6 +92,12 @@ select_points(store_txn *txn, const char *sel, const char *common,
 	free(both);
 	if (rc == KI_EINVAL) {
 		api_resp_fail(r, 422, "Invalid", field, "%s: %s", field, err);
+		return rc;
+	}
+	if (rc == KI_ELIMIT) {
+		api_resp_fail(r, 422, "Invalid", field, "%s: selects more than %d "
+		    "runs, more than one answer reads: narrow it (a gpu, kernel or "
+		    "provider)", field, KI_MAX_SERIES_RUNS);
 		return rc;
 	}
 	if (rc != KI_OK) {

@@ -12,6 +12,7 @@
 #include "api/object.h"
 #include "api/schema.h"
 #include "api/service_int.h"
+#include "lib/limits.h"
 
 /* Liger's annotations naming the swept parameter (api/liger.c). */
 #define ANN_X_NAME "liger.kernelindex.dev/x-name"
@@ -236,6 +237,10 @@ select_one(void *arg, const store_obj *o)
 
 	if (!api_query_match(a->q, o))
 		return 0;
+	if (a->out->n >= KI_MAX_SERIES_RUNS) {
+		a->rc = KI_ELIMIT;
+		return 1;
+	}
 	rc = api_point_from_obj(o, a->version_label, &p);
 	if (rc == KI_ENOTFOUND)
 		return 0;

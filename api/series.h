@@ -60,7 +60,8 @@ void api_point_free(api_point *p);
 
 /* Appends the runs that satisfy the label selector sel (NULL: all) to
  * out, read through txn; runs without figures are skipped. Returns KI_OK,
- * KI_EINVAL (a bad selector: its message in err), or another KI_* code. */
+ * KI_EINVAL (a bad selector: its message in err), KI_ELIMIT when out
+ * would pass KI_MAX_SERIES_RUNS, or another KI_* code. */
 int api_points_select(store_txn *txn, const char *sel,
 	const char *version_label, api_points *out, char *err, size_t errlen);
 

@@ -580,6 +580,14 @@ api_threshold_judge(store_txn *txn, struct json_object *spec,
 		if (rc != KI_OK)
 			goto out;
 		rc = history(txn, &p, &rs.v[i], &hs[nj]);
+		if (rc == KI_ELIMIT) {
+			/* A series too long to read is not judged (the run is
+			 * stored all the same). */
+			api_points_free(&hs[nj]);
+			api_point_free(&p);
+			rc = KI_OK;
+			continue;
+		}
 		if (rc == KI_OK) {
 			js[nj].r = &rs.v[i];
 			judge(&js[nj], &p, hs[nj].v, hs[nj].n);
