@@ -1250,6 +1250,14 @@ admit_element(element *e, const api_write_opts *opt, api_resp *r)
 		    d->kind->id == API_RUN ? (src ? src : "") : NULL, &e->st)) {
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
+		} else if (d->kind->id == API_THRESHOLD &&
+		    opt->who->source[0] != '\0') {
+			/* A Threshold labels every source's arriving runs. */
+			api_status_fail(&e->st, 403, "Forbidden", "this token is "
+			    "limited to the runs of \"%s\", and a Threshold judges "
+			    "every source's runs", opt->who->source);
+			api_status_details(&e->st, d->kind->kind, d->name);
+			e->failed = 1;
 		} else if (d->kind->id == API_VERIFICATION &&
 		    opt->who->source[0] != '\0' &&
 		    (d->scope_source = strdup(opt->who->source)) == NULL) {

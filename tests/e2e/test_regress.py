@@ -386,6 +386,36 @@ def threshold_bad_specs_are_refused_with_their_field():
 
 
 @test
+def a_source_limited_token_may_not_create_thresholds():
+    data = kitest.tempdir('kitest-scope-')
+
+    def token(*args):
+        p = subprocess.run([kitest.daemon_path(), '--data-dir', data, 'token',
+                            'create'] + list(args), capture_output=True,
+                           text=True, timeout=60)
+        eq(p.returncode, 0, 'token: ' + p.stderr)
+        return {'Authorization': 'Bearer ' + p.stdout.strip()}
+    W = token('--role', 'writer')
+    L = token('--role', 'writer', '--source', 'liger-kernel-bench')
+    R = token('--role', 'reader')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    t = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
+         'metadata': {'name': 'mine'}, 'spec': {'test': 'percentage'}}
+    # It would label every source's arriving runs.
+    r = d.post(G + '/thresholds', t, headers=L)
+    kitest.status_of(r, 403, 'Forbidden')
+    eq(d.post(G + '/thresholds', t, headers=R).status, 403, 'reader')
+    eq(d.post(G + '/thresholds', t, headers=W).status, 201, 'writer')
+    # A comparison only reads: a reader may ask for one.
+    eq(d.post(G + '/comparisons', {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Comparison',
+        'spec': {'baseline': {'labelSelector': 'a=b'},
+                 'candidate': {'labelSelector': 'a=c'}}}, headers=R).status,
+       201, 'reader comparison')
+    d.stop()
+
+
+@test
 def leaderboard_ranks_providers_per_gpu():
     d = world()['d']
     r = d.get(G + '/leaderboard?gpu=h100-sxm5-80gb')
