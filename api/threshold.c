@@ -640,9 +640,12 @@ api_threshold_judge(store_txn *txn, struct json_object *spec,
 		rc = KI_ENOMEM;
 		goto out;
 	}
+	/* The label is the server's once a Threshold judged the run. */
 	if (any_regressed)
 		json_object_object_add(labels, "regression",
 		    json_object_new_string("true"));
+	else
+		json_object_object_del(labels, "regression");
 	__atomic_add_fetch(&stat_judged, 1, __ATOMIC_RELAXED);
 	if (any_regressed)
 		__atomic_add_fetch(&stat_regressed, 1, __ATOMIC_RELAXED);
@@ -666,9 +669,12 @@ api_threshold_keep(struct json_object *old, struct json_object *kept)
 {
 	struct json_object *th = json_object_object_get(old, "thresholds");
 	struct json_object *cs = json_object_object_get(old, "conditions");
-	struct json_object *keep = NULL;
+	struct json_object *keep = json_object_object_get(kept, "conditions");
+	int fresh = 0;
 
 	if (th == NULL)
+		return;
+	if (keep != NULL && !json_object_is_type(keep, json_type_array))
 		return;
 	for (size_t i = 0; cs != NULL && json_object_is_type(cs,
 	    json_type_array) && i < json_object_array_length(cs); i++) {
@@ -677,11 +683,14 @@ api_threshold_keep(struct json_object *old, struct json_object *kept)
 
 		if (t == NULL || strcmp(t, "Regressed") != 0)
 			continue;
-		if (keep == NULL && (keep = json_object_new_array()) == NULL)
-			return;
+		if (keep == NULL) {
+			if ((keep = json_object_new_array()) == NULL)
+				return;
+			fresh = 1;
+		}
 		json_object_array_add(keep, json_object_get(c));
 	}
 	json_object_object_add(kept, "thresholds", json_object_get(th));
-	if (keep != NULL)
+	if (fresh)
 		json_object_object_add(kept, "conditions", keep);
 }

@@ -46,8 +46,9 @@ int api_threshold_judge(store_txn *txn, struct json_object *spec,
 	struct json_object *meta, struct json_object **extra, double now);
 
 /* Copies what a judgement left in a run's status old (borrowed) into kept
- * (borrowed, modified): its thresholds member and Regressed condition,
- * so that a re-render of the run keeps them. */
+ * (borrowed, modified): its thresholds member and Regressed condition
+ * (appended to kept's conditions when it has some), so that a re-render
+ * of the run keeps them. */
 void api_threshold_keep(struct json_object *old, struct json_object *kept);
 
 #endif

@@ -555,6 +555,23 @@ stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
 	struct json_object *kept = extra == NULL ? kept_status(c) : NULL;
 	int rc;
 
+	/* A run's judgement by Thresholds stays whatever else is written. */
+	if (extra != NULL && c->kind->id == API_RUN &&
+	    json_object_object_get(extra, "thresholds") == NULL) {
+		struct json_object *old = api_json_parse_len(c->status.data,
+		    c->status.len);
+
+		if (old != NULL && json_object_object_get(old, "thresholds") !=
+		    NULL && (kept = json_object_new_object()) != NULL) {
+			json_object_object_foreach(extra, key, val)
+				json_object_object_add(kept, key, json_object_get(val));
+			api_threshold_keep(old, kept);
+			extra = NULL;
+		}
+		if (old != NULL)
+			json_object_put(old);
+	}
+
 	rc = store_object(ctx, txn, c->kind, c->meta, c->spec.data,
 	    c->spec.len, NULL, c->digest, (const uint8_t *)c->refs.data,
 	    c->nrefs, c->name.data, c->natkey.data, c->natkey.len,

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -312,7 +313,13 @@ def seed_run(name, version, median_ns, stamp):
 
 @test
 def zscore_and_iqr_thresholds_judge_a_longer_series():
-    d = kitest.Daemon(sync=False).start()
+    # A reference program that fails at once: a Verification still writes
+    # its outcome onto the run, which must keep its judgement.
+    crash = os.path.join(kitest.tempdir(), 'crash.sh')
+    with open(crash, 'w') as f:
+        f.write('#!/bin/sh\ncat >/dev/null\nexit 3\n')
+    os.chmod(crash, 0o755)
+    d = kitest.Daemon(sync=False, args=['--ref-program', crash]).start()
     for t in ({'name': 'z', 'spec': {'test': 'zscore', 'limit': 3,
                                      'versionLabel': 'version'}},
               {'name': 'iqr', 'spec': {'test': 'iqr', 'limit': 1.5,
@@ -362,6 +369,28 @@ def zscore_and_iqr_thresholds_judge_a_longer_series():
     check(any(x['type'] == 'Regressed' and x['status'] == 'True'
               for x in slow['status']['conditions']), 'kept after a patch')
     eq(slow['metadata']['labels'].get('regression'), 'true', 'label kept')
+    eq(d.post(G + '/verifications', {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Verification',
+        'metadata': {'name': 'v-slow'}, 'spec': {'runName': 'slow'}}).status,
+       201, 'verification')
+    end = time.time() + 60
+    while 'verification' not in slow['status'] and time.time() < end:
+        time.sleep(0.2)
+        slow = d.get(G + '/benchmarkruns/slow').json()
+    check('verification' in slow['status'], 'the outcome reached the run')
+    check(any(x['type'] == 'Regressed' and x['status'] == 'True'
+              for x in slow['status']['conditions']), 'kept after a '
+          'verification: %r' % slow['status'])
+    eq(len(slow['status']['thresholds']), 2, 'judgements kept')
+    eq(slow['metadata']['labels'].get('regression'), 'true', 'label kept')
+    # A client's regression label on a run a Threshold judges is the
+    # server's to set.
+    b = seed_run('claims', '2.2', base * 1.0, '2024-10-03-00-00-00')
+    b['run']['metadata']['labels']['regression'] = 'true'
+    eq(d.post(G + '/benchmarkruns', b).status, 201, 'claims')
+    claims = d.get(G + '/benchmarkruns/claims').json()
+    check('regression' not in claims['metadata']['labels'],
+          'judged not regressed: %r' % claims['metadata']['labels'])
     d.stop()
 
 
