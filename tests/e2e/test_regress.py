@@ -7,11 +7,13 @@ unchanged), is imported beside the real Liger data and must be found by
 as its runs arrive."""
 import collections
 import csv
+import http.client
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -105,6 +107,45 @@ THRESHOLDS = [
 _world = {}
 
 
+class Watch:
+    """A watch of runs under a label selector, read on a thread."""
+
+    def __init__(self, d, sel):
+        self.events = []
+        self.conn = http.client.HTTPConnection('127.0.0.1', d.port,
+                                               timeout=120)
+        self.conn.request('GET', G + '/benchmarkruns?watch=true&'
+                          'labelSelector=' + q(sel))
+        self.resp = self.conn.getresponse()
+        eq(self.resp.status, 200, 'watch')
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        try:
+            while True:
+                line = self.resp.readline()
+                if not line:
+                    break
+                self.events.append(json.loads(line))
+        except Exception:  # the stream is closed under the reader: done
+            pass
+
+    def wait(self, n, timeout=30):
+        end = time.time() + timeout
+        while len(self.events) < n and time.time() < end:
+            time.sleep(0.05)
+        time.sleep(0.2)   # and nothing more comes
+        return list(self.events)
+
+    def close(self):
+        try:
+            self.conn.sock.shutdown(2)
+        except OSError:
+            pass
+        self.conn.close()
+
+
 def world():
     """One daemon with the real Liger data, the two thresholds, then the
     made-up release; shared by the tests below."""
@@ -117,6 +158,7 @@ def world():
         eq(d.post(G + '/thresholds', t).status, 201, 'threshold')
     fake = os.path.join(kitest.tempdir(), 'made-up.csv')
     factors = made_up_release(fake)
+    watch = Watch(d, 'regression=true')
     p = cli(d, 'import', 'liger', fake)
     # The importer cuts long run names inside the timestamp, so a few rows
     # of a second import share a name with a stored run and are refused as
@@ -127,6 +169,11 @@ def world():
     cand = runs(d, 'liger_version=' + FAKE)
     check(len(cand) >= 0.9 * len(factors), 'made-up runs stored: %d of %d' %
           (len(cand), len(factors)))
+    slowed = sum(1 for i in cand if factors[run_key(i)] == SLOWER)
+    _world['watched'] = sorted(
+        e['object']['metadata']['name'] for e in watch.wait(slowed)
+        if e['type'] == 'ADDED')
+    watch.close()
     _world.update(d=d, factors=factors, cand=cand,
                   by_factor={k: sorted(i['metadata']['name'] for i in cand
                                        if factors[run_key(i)] == k)
@@ -254,6 +301,9 @@ def thresholds_judge_the_release_as_it_arrives():
     flagged = sorted(i['metadata']['name'] for i in runs(d, 'regression=true'))
     eq(flagged, w['by_factor'][SLOWER], 'regression=true on exactly the '
        'slowed runs')
+    # A watch on the label, opened before the release arrived, saw each of
+    # them arrive.
+    eq(w['watched'], w['by_factor'][SLOWER], 'watched as they arrived')
     by_name = {i['metadata']['name']: i for i in w['cand']}
     for n in w['by_factor'][SLOWER][:20]:
         c = [x for x in by_name[n]['status']['conditions']
