@@ -268,17 +268,40 @@ int
 api_points_select(store_txn *txn, const char *sel, const char *version_label,
 	api_points *out, char *err, size_t errlen)
 {
+	return api_points_select_workload(txn, sel, NULL, version_label, out,
+	    err, errlen);
+}
+
+int
+api_points_select_workload(store_txn *txn, const char *sel,
+	const char *workload, const char *version_label, api_points *out,
+	char *err, size_t errlen)
+{
 	api_selector labels, fields;
+	api_field_ref fref;
 	api_query q;
 	select_arg a;
+	char text[API_DIGEST_STRLEN + 32];
 	int rc, path;
 
 	memset(&labels, 0, sizeof(labels));
 	memset(&fields, 0, sizeof(fields));
+	memset(&q, 0, sizeof(q));
 	rc = api_selector_parse(sel, &labels, err, errlen);
 	if (rc != KI_OK)
 		return KI_EINVAL;
-	memset(&q, 0, sizeof(q));
+	if (workload != NULL) {
+		/* Driven by the index of runs referencing the workload. */
+		snprintf(text, sizeof(text), "spec.workloadDigest=%s", workload);
+		fref.ref = API_REF_WORKLOAD;
+		if (api_digest_parse(workload, strlen(workload), fref.digest) !=
+		    KI_OK || api_field_selector_parse(text, &fields, err,
+		    errlen) != KI_OK) {
+			api_selector_free(&labels);
+			return KI_EINVAL;
+		}
+		q.frefs = &fref;
+	}
 	q.labels = &labels;
 	q.fields = &fields;
 	a.q = &q;
@@ -290,6 +313,7 @@ api_points_select(store_txn *txn, const char *sel, const char *version_label,
 	if (rc == 1 || rc == KI_OK)
 		rc = a.rc;
 	api_selector_free(&labels);
+	api_selector_free(&fields);
 	return rc;
 }
 

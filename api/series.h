@@ -65,6 +65,12 @@ void api_point_free(api_point *p);
 int api_points_select(store_txn *txn, const char *sel,
 	const char *version_label, api_points *out, char *err, size_t errlen);
 
+/* The same, of the runs referencing the workload whose digest is
+ * workload ("sha256:…"; NULL: any), read through the reference index. */
+int api_points_select_workload(store_txn *txn, const char *sel,
+	const char *workload, const char *version_label, api_points *out,
+	char *err, size_t errlen);
+
 /* Orders two versions: numeric dot-separated parts compare as numbers
  * ("0.10.0" after "0.9.1"), the rest as text; "" comes first. */
 int api_version_cmp(const char *a, const char *b);

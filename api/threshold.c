@@ -410,8 +410,8 @@ history(store_txn *txn, const api_point *p, const rule *r, api_points *h)
 		ki_buf_free(&sel);
 		return KI_ENOMEM;
 	}
-	rc = api_points_select(txn, sel.data, r->version_label, h, err,
-	    sizeof(err));
+	rc = api_points_select_workload(txn, sel.data, p->workload_digest[0] ?
+	    p->workload_digest : NULL, r->version_label, h, err, sizeof(err));
 	ki_buf_free(&sel);
 	if (rc != KI_OK)
 		return rc;
