@@ -49,6 +49,15 @@ static const command commands[] = {
 	  "    liger, the Liger runs as Liger's all_benchmark_data.csv rows;\n"
 	  "    csv, every run as plain CSV (one row a run, one column a\n"
 	  "    field).\n" },
+	{ "compare", cli_cmd_compare,
+	  "compare --baseline SELECTOR --candidate SELECTOR [-l SELECTOR]\n"
+	  "        [--threshold 5%] [--version-label LABEL]\n"
+	  "        [--include-implausible] [--all] [-o table|markdown|json|csv]\n"
+	  "    Pairs the runs of the two selectors by series (workload,\n"
+	  "    provider, GPU, metric, protocol) and prints each pair's ratio\n"
+	  "    candidate/baseline with its interval; -l narrows both sides.\n"
+	  "    Exit status 1 when a pair changed for the worse by more than the\n"
+	  "    threshold.\n" },
 	{ "run", cli_cmd_run,
 	  "run [--baseline SELECTOR] [--threshold PCT] [--csv FILE] [--quiet]\n"
 	  "    [--label KEY=VALUE]… [--dry-run] -- COMMAND [ARG]…\n"
@@ -70,7 +79,8 @@ static const char usage_tail[] =
 "\n"
 "KIND: benchmarkruns (kbr), benchmarkprotocols (kbp),\n"
 "  executionenvironments (kee), workloads (kwl), implementations (kimpl),\n"
-"  verifications (kver); singular names and Kinds work too.\n"
+"  verifications (kver), thresholds (kth); singular names and Kinds work\n"
+"  too.\n"
 "\n"
 "The server comes from --server or KERNELINDEX_SERVER (default "
 CLI_DEFAULT_SERVER "),\n"

@@ -10,6 +10,7 @@ int test_store_model_register(void);
 int test_store_integrity_register(void);
 int test_api_register(void);
 int test_labels_register(void);
+int test_series_register(void);
 int test_encode_register(void);
 int test_jsonpatch_register(void);
 int test_liger_register(void);
