@@ -5,7 +5,7 @@ import { h, put, notice, id } from './dom.js';
 import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
-import { FACET_KEYS, selector, labels, title } from './model.js';
+import { FACET_KEYS, selector, labels, title, loose } from './model.js';
 import { int } from './format.js';
 import { runsTable, runRow, errorBox, compareBar } from './widgets.js';
 
@@ -74,6 +74,22 @@ function submit(form) {
   const cur = state.read();
   if (cur.pick) st.pick = cur.pick;
   state.navigate(st);
+}
+
+/* {labels: {key: {value: count}}}: each key counted under the other filters. */
+async function menuCounts(st, filters, facP, signal) {
+  const fac = await facP;
+  const out = { labels: {} };
+  const jobs = FILTERS.map(async (k) => {
+    let f = fac;
+    if (filters[k]) {
+      const sel = selector({ ...filters, [k]: '' }, st.sel, OPTIONAL);
+      f = await api.facets(sel || undefined, signal).catch((e) => e);
+    }
+    out.labels[k] = f instanceof Error || !f || !f.labels ? {} : f.labels[k] || {};
+  });
+  await Promise.all(jobs);
+  return out;
 }
 
 function fillSelects(all, st) {
@@ -146,9 +162,10 @@ export async function update(st) {
   // that it never waits behind counting on a busy server.
   const runsP = api.list('benchmarkruns', { limit: PAGE, cont: st.cont, labelSelector: sel || undefined }, signal).catch((e) => e);
   const facP = runsP.then(() => api.facets(sel || undefined, signal)).catch((e) => e);
-  // The menus count the whole index; with a filter set that is asked last,
-  // so the matching counts and runs come first.
-  const allP = sel ? Promise.all([facP, runsP]).then(() => api.facets(undefined, signal).catch((e) => e)) : facP;
+  // Each menu counts what the other filters leave (a set filter's own menu
+  // is asked without it, so its other values stay offered); asked last, so
+  // the matching counts and runs come first.
+  const allP = Promise.all([facP, runsP]).then(() => menuCounts(st, filters, facP, signal));
 
   // Each part is drawn as its answer arrives: the runs do not wait for the
   // counts, nor the counts for the filter menus' totals.
@@ -302,7 +319,7 @@ function renderCompare(st) {
  * hold them are offered as filters. */
 async function search(st, sel, signal) {
   const q = st.q.trim();
-  const ql = q.toLowerCase();
+  const ql = loose(q);
   const out = h('div');
   const status = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Searching…');
   const results = h('tbody');
@@ -313,7 +330,7 @@ async function search(st, sel, signal) {
 
   api.facets(undefined, signal).then((all) => {
     const sugg = [];
-    for (const k of FILTERS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (v.toLowerCase().includes(ql)) sugg.push([k, v, n]);
+    for (const k of FILTERS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (loose(v).includes(ql)) sugg.push([k, v, n]);
     if (sugg.length) {
       out.prepend(h('p', { class: 'suggest' }, 'Filter by: ',
         sugg.slice(0, 12).map(([k, v, n]) => h('a', { class: 'chip', href: state.href({ view: 'catalog', [k]: v }) }, `${k}=${v} (${int(n)})`))));
@@ -321,7 +338,7 @@ async function search(st, sel, signal) {
   }, () => {});
 
   const table = h('div', { class: 'table-scroll', role: 'region', 'aria-label': 'Search results', tabindex: '0' },
-    h('table', { class: 'runs' }, h('thead', h('tr', ['Run', 'Kernel', 'Provider', 'GPU', 'Pass', 'Metric', 'Median', 'Observed'].map((t) => h('th', { scope: 'col' }, t)))), results));
+    h('table', { class: 'runs' }, h('thead', h('tr', ['Run', 'Kernel', 'Provider', 'GPU', 'Pass', 'Metric', 'Size', 'Version', 'Median', 'Observed'].map((t) => h('th', { scope: 'col' }, t)))), results));
   out.append(table);
   const seen = new Set();
   const add = (r) => {
@@ -350,7 +367,7 @@ async function search(st, sel, signal) {
       for await (const page of api.pages('benchmarkruns', { limit: SCAN_PAGE, cont, labelSelector: sel || undefined }, SCAN_MAX, signal)) {
         for (const r of page.items) {
           scanned += 1;
-          const hay = `${r.metadata.name} ${title(r)}`.toLowerCase();
+          const hay = loose(`${r.metadata.name} ${title(r)} ${labels(r).kernel || ''}`);
           if (hay.includes(ql)) add(r);
         }
         cont = page.metadata.continue;
@@ -403,9 +420,9 @@ async function refreshCounts() {
   const st = current;
   const sel = selector(filtersOf(st), st.sel, OPTIONAL);
   try {
-    const [all, fac] = await Promise.all([api.facets(), sel ? api.facets(sel) : null]);
+    const f = await api.facets(sel || undefined);
+    const all = await menuCounts(st, filtersOf(st), Promise.resolve(f));
     if (!els || current !== st) return;
-    const f = fac || all;
     fillSelects(all, st);
     renderSummary(f, sel);
     renderMatrix(f, filtersOf(st), st);
