@@ -45,7 +45,6 @@ export function svgText(svg) {
   });
   for (const a of copy.querySelectorAll('.hit')) a.remove();
   const vb = svg.viewBox.baseVal;
-  copy.setAttribute('xmlns', 'http://www.w3.org/2000/svg');
   copy.setAttribute('width', String(vb.width));
   copy.setAttribute('height', String(vb.height));
   copy.insertBefore(document.createElementNS('http://www.w3.org/2000/svg', 'rect'), copy.firstChild);

@@ -195,6 +195,8 @@ async function group(runs, signal) {
   if (signal && signal.aborted) return null;
   const fams = new Map();
   const unplaced = [];
+  // A series per provider and version where the runs span versions.
+  const versioned = new Set([...runs.values()].map(versionOf).filter(Boolean)).size > 1;
   for (const r of runs.values()) {
     const w = workloads.get(r.spec && r.spec.workloadDigest);
     const f = w ? familyOf(w) : null;
@@ -207,7 +209,7 @@ async function group(runs, signal) {
     const fam = fams.get(f.key);
     fam.count += 1;
     const gpu = l.gpu || 'unknown GPU';
-    const prov = `${l.provider || 'unknown provider'}\u0000${versionOf(r)}`;
+    const prov = `${l.provider || 'unknown provider'}\u0000${versioned ? versionOf(r) : ''}`;
     if (!fam.gpus.has(gpu)) fam.gpus.set(gpu, new Map());
     const byProv = fam.gpus.get(gpu);
     if (!byProv.has(prov)) byProv.set(prov, new Map());

@@ -179,7 +179,7 @@ export function plot(opts) {
   if (floor.length) {
     const fl = [...floor].sort((a, b) => a.x - b.x);
     svg.append(s('path', { class: 'floor', d: fl.map((p, i) => `${i ? 'L' : 'M'}${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(''), dataset: { floor: fl.length } },
-      s('title', opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
+      s('title', null, opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
     const first = fl[0];
     svg.append(s('text', { x: X(first.x) + 6, y: Math.max(Y(first.y) - 7, M.t + 10), 'text-anchor': 'start', class: 'floor-label' }, 'physical floor'));
   }
