@@ -8,6 +8,7 @@ import * as live from './live.js';
 import { FACET_KEYS, selector, labels, title, loose } from './model.js';
 import { int } from './format.js';
 import { runsTable, runRow, errorBox, compareBar } from './widgets.js';
+import { csvButton } from './export.js';
 
 const PAGE = 50;
 const SCAN_PAGE = 500;
@@ -261,7 +262,8 @@ function renderMatrix(fac, filters, st) {
       }));
   });
   put(els.matrix, head,
-    h('p', { class: 'hint' }, 'A kernel opens its plots; a cell opens them for one GPU; a provider narrows to it.'),
+    h('p', { class: 'hint' }, 'A kernel opens its plots; a cell opens them for one GPU; a provider narrows to it. ',
+      csvButton(() => els.matrix.querySelector('table.matrix'), 'kernels-by-gpu')),
     h('div', { class: 'table-scroll', role: 'region', 'aria-label': 'Kernels by GPU with run counts', tabindex: '0' },
       h('table', { class: 'matrix' },
         h('caption', { class: 'visually-hidden' }, 'Run counts by kernel (rows) and GPU (columns), split by provider'),
@@ -270,6 +272,7 @@ function renderMatrix(fac, filters, st) {
 }
 
 function renderRuns(page, st, fac) {
+  const sel = selector(filtersOf(st), st.sel, OPTIONAL);
   const head = h('h2', { id: 'runs-h' }, 'Runs');
   els.range = null;
   if (page instanceof Error) {
@@ -293,7 +296,9 @@ function renderRuns(page, st, fac) {
     els.range,
     next ? h('a', { href: state.href({ ...st, cont: next, page: String(pageNo + 1) }), rel: 'next' }, 'Next page »') : null);
   put(els.runs, head, els.compare,
-    runsTable(items, { pick: picked(st), onPick, caption: 'Runs matching the filters' }), pager);
+    runsTable(items, { pick: picked(st), onPick, caption: 'Runs matching the filters' }), pager,
+    h('p', { class: 'toolbar' }, 'This page of runs: ', csvButton(() => els.runs.querySelector('table.runs'), 'runs'), ' ',
+      h('a', { href: `${api.BASE}/benchmarkruns?format=csv${sel ? `&labelSelector=${encodeURIComponent(sel)}` : ''}`, download: 'runs.csv' }, 'every matching run as CSV from the API')));
 }
 
 function rangeText(page, st, total) {

@@ -16,11 +16,18 @@ const slug = (s) => String(s || 'export').toLowerCase().replace(/[^a-z0-9._-]+/g
 
 const cell = (v) => (/[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v);
 
+/* A cell's text without its controls (buttons, ticks) and hidden hints. */
+function cellText(c) {
+  const copy = c.cloneNode(true);
+  for (const el of copy.querySelectorAll('button, input, label.check, .visually-hidden, svg')) el.remove();
+  return copy.textContent;
+}
+
 /* RFC 4180 text of a table's rows as shown (header rows included). */
 export function tableCSV(table) {
   const rows = [...table.querySelectorAll('tr')].map((tr) => [...tr.children]
     .filter((c) => !c.classList.contains('no-export'))
-    .map((c) => cell((c.dataset.csv !== undefined ? c.dataset.csv : c.textContent).trim().replace(/\s+/g, ' '))).join(','));
+    .map((c) => cell((c.dataset.csv !== undefined ? c.dataset.csv : cellText(c)).trim().replace(/\s+/g, ' '))).join(','));
   return `${rows.join('\r\n')}\r\n`;
 }
 

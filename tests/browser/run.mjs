@@ -797,7 +797,7 @@ test('kernel view: GPUs side by side share a y-axis; log y when values span more
   const page = await open('/?view=kernel&kernel=fused_neighborhood_attention&pass=full&metric=latency');
   await ready(page, 'kernel');
   const secs = await page.$$eval('.families > section', (ss) => ss.map((s) => [...s.querySelectorAll('figure.plot svg.chart')].map((v) => ({
-    ticks: [...v.querySelectorAll('.axis text')].map((t) => t.textContent).join('|'),
+    ticks: [...v.querySelectorAll('.axis text[text-anchor="end"]')].map((t) => `${t.textContent}@${t.getAttribute('y')}`).join('|'),
     y: v.querySelector('.axis text[transform]').textContent,
     y0: v.dataset.y0,
     y1: v.dataset.y1,
@@ -805,7 +805,7 @@ test('kernel view: GPUs side by side share a y-axis; log y when values span more
   const multi = secs.filter((s) => s.length > 1);
   ok(multi.length, 'a family drawn on two GPUs');
   for (const s of multi) {
-    ok(s.every((p) => p.y0 === s[0].y0 && p.y1 === s[0].y1 && p.y0 !== undefined), `one y range: ${JSON.stringify(s.map((p) => [p.y0, p.y1]))}`);
+    ok(s.every((p) => p.ticks === s[0].ticks), `one y-axis, the same ticks at the same heights: ${JSON.stringify(s.map((p) => p.ticks))}`);
     for (const p of s) ok(p.y.endsWith('(log)'), `log y without asking: ${p.y}`);
   }
   await finish(page);
@@ -862,6 +862,13 @@ test('phone width: at 400 px the plots reflow and their text stays readable', []
   ok(least >= 10, `axis text is ${least.toFixed(1)} px high`);
   ok(await page.evaluate(() => document.documentElement.scrollWidth <= 401), 'no sideways scroll');
   await shot(page, 'phone-kernel');
+  for (const view of ['regressions', 'leaderboard']) {
+    await page.goto(`${URL_}/?view=${view}`);
+    await ready(page, view);
+    await page.waitForSelector('table tbody tr');
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    ok(w <= 401, `${view}: page is ${w}px wide at 400`);
+  }
   await finish(page);
 });
 
