@@ -73,7 +73,10 @@ export function peakLines(pl, median, metric) {
   const f = pl.achievedFraction;
   const floor = metric === 'peak_memory' ? pl.floorBytes : pl.floorNs;
   if (Number.isFinite(f)) {
-    if (f <= 1.0001) out.push(`reaches ${pct(f)} of peak (physical floor ${figure(metric, floor)})`);
+    if (metric === 'peak_memory') {
+      if (f <= 1.0001) out.push(`the workload’s tensors (the physical floor, ${figure(metric, floor)}) are ${pct(f)} of this peak`);
+      else out.push(`${ratio(f)} below the physical floor (${figure(metric, floor)}): less memory than the workload’s tensors need`);
+    } else if (f <= 1.0001) out.push(`reaches ${pct(f)} of peak (physical floor ${figure(metric, floor)})`);
     else out.push(`${ratio(f)} below the physical floor (${figure(metric, floor)}): faster than the GPU allows`);
   }
   if (metric !== 'peak_memory' && Number.isFinite(median) && median > 0) {

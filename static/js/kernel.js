@@ -403,6 +403,12 @@ function onEvent(ev) {
   if (st.gpu && l.gpu !== st.gpu) return;
   if (st.provider && l.provider !== st.provider) return;
   if (st.verdict && l.verdict !== st.verdict) return;
+  if (st.version && versionOf(ev.object) !== st.version) return;
+  if (st.sel) {
+    // A free selector is the server's to evaluate: ask again.
+    if (!redrawTimer) redrawTimer = setTimeout(() => { redrawTimer = null; if (els && current === st) { data = null; update(st); } }, 500);
+    return;
+  }
   const name = ev.object.metadata.name;
   if (ev.type === 'DELETED') data.runs.delete(name);
   else data.runs.set(name, ev.object);

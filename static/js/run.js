@@ -167,7 +167,7 @@ function plausibilityFacts(pl) {
   const known = {
     floorNs: ['Physical floor (time)', (v) => figure('latency', v)],
     floorBytes: ['Physical floor (memory)', (v) => figure('peak_memory', v)],
-    achievedFraction: ['Share of peak (floor ÷ median)', (v) => (v <= 1.0001 ? pct(v) : `${ratio(v)} faster than the floor: impossible`)],
+    achievedFraction: ['Floor ÷ median (share of peak)', (v) => (v <= 1.0001 ? pct(v) : `${ratio(v)} beyond the floor: impossible`)],
     bytes: ['Bytes moved', (v) => figure('peak_memory', v)],
     flops: ['Operations', (v) => `${num(v)} FLOP`],
     gpu: ['GPU model', String],
