@@ -12,35 +12,93 @@
 #include <openssl/crypto.h>
 
 #include "api/auth.h"
-#include "api/commit.h"
+#include "api/jcs.h"
+#include "api/kinds.h"
+#include "api/version.h"
+#include "store/store.h"
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/parts.h"
+#include "api/threshold.h"
+#include "lib/log.h"
+#include "store/lmdb.h"
 
 /* A Status answer without a field cause. */
 #define fail(r, code, reason, ...) \
 	api_resp_fail(r, code, reason, NULL, __VA_ARGS__)
+
+/* The store's log hook: its lines go to the daemon's log. */
+static void
+store_log_hook(void *arg, int level, const char *msg)
+{
+	(void)arg;
+	if (level == STORE_LOG_ERROR)
+		log_error("%s", msg);
+	else if (level == STORE_LOG_WARN)
+		log_warn("%s", msg);
+	else
+		log_info("%s", msg);
+}
 
 int
 api_store_open(store **out, const char *dir, uint64_t map_size,
 	uint64_t map_max, uint64_t history, int shared, int nosync)
 {
 	store_options so;
+	store_lmdb_options lo;
 
 	memset(&so, 0, sizeof(so));
-	so.map_size = map_size;
-	so.map_max = map_max;
+	memset(&lo, 0, sizeof(lo));
+	so.log = store_log_hook;
+	lo.map_size = map_size;
+	lo.map_max = map_max;
 	so.history = history;
 	so.facets = api_store_facets;
 	so.shared = shared;
 	so.nosync = nosync;
-	return store_open(out, dir, &so);
+	return store_lmdb_open(out, dir, &so, &lo);
 }
 
 void
 api_store_close(store *st)
 {
 	store_close(st);
+}
+
+/* fsck: 0 when o's digest is the SHA-256 of its canonical content. */
+static int
+fsck_digest(void *arg, const store_obj *o)
+{
+	const api_kind *k = api_kind_by_id(o->kind);
+	uint8_t got[API_DIGEST_LEN];
+	ki_buf b;
+	int bad = 1;
+
+	(void)arg;
+	if (k == NULL)
+		return 1;
+	ki_buf_init(&b);
+	ki_buf_printf(&b, "{\"apiVersion\":\"" API_GROUP_VERSION
+	    "\",\"kind\":\"%s\",\"spec\":", k->kind);
+	ki_buf_append(&b, o->json + o->spec_off, o->spec_len);
+	ki_buf_putc(&b, '}');
+	if (!b.oom && api_sha256(b.data, b.len, got) == KI_OK)
+		bad = memcmp(got, o->digest, API_DIGEST_LEN) != 0;
+	ki_buf_free(&b);
+	return bad;
+}
+
+static void
+fsck_problem(void *arg, uint64_t id, const char *what)
+{
+	fprintf(arg, "object of kind %d, number %llu: %s\n", store_id_kind(id),
+	    (unsigned long long)(id & ((UINT64_C(1) << 56) - 1)), what);
+}
+
+int
+api_fsck(store *st, int repair, FILE *out, store_verify_stats *vs)
+{
+	return store_verify(st, repair, fsck_digest, fsck_problem, out, vs);
 }
 
 int
@@ -84,7 +142,7 @@ api_backup_file(store *st, const char *path, long long *bytes,
 		*open_errno = errno;
 		return KI_EIO;
 	}
-	rc = store_backup_fd(st, fd);
+	rc = store_lmdb_backup_fd(st, fd);
 	if (rc == KI_OK && fsync(fd) != 0)
 		rc = KI_EIO;
 	if (rc == KI_OK && fstat(fd, &sb) != 0)
@@ -225,7 +283,9 @@ api_ready(api_ctx *ctx)
 void
 api_metrics(api_ctx *ctx, ki_buf *b)
 {
-	store_stats ss;
+	store_lmdb_stats ss;
+
+	api_threshold_metrics(b);
 
 	{
 		static const char *const paths[API_LIST_PATHS] = { "name", "index",
@@ -252,9 +312,9 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 		    &ls->returned, __ATOMIC_RELAXED));
 	}
 	{
-		api_commit_stats cs;
+		store_commit_stats cs;
 
-		api_committer_stats(ctx->committer, &cs);
+		store_committer_stats(ctx->committer, &cs);
 		ki_buf_printf(b, "# HELP kernelindex_commit_batches_total Synced "
 		    "commits of the group committer.\n# TYPE "
 		    "kernelindex_commit_batches_total counter\n"
@@ -278,7 +338,7 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 	    "kernelindex_bundle_parts_remembered_total counter\n"
 	    "kernelindex_bundle_parts_remembered_total %llu\n",
 	    (unsigned long long)api_part_hits());
-	if (store_stat(ctx->st, &ss) == KI_OK)
+	if (store_lmdb_stat(ctx->st, &ss) == KI_OK)
 		ki_buf_printf(b, "# HELP kernelindex_store_map_bytes LMDB map size.\n"
 		    "# TYPE kernelindex_store_map_bytes gauge\n"
 		    "kernelindex_store_map_bytes %llu\n"

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "api/service.h"
 #include "lib/ki.h"
@@ -19,6 +20,13 @@
 int api_store_open(store **out, const char *dir, uint64_t map_size,
 	uint64_t map_max, uint64_t history, int shared, int nosync);
 void api_store_close(store *st);
+
+/* Checks every object of st and the indexes that find it (store_verify),
+ * its digest recomputed from its content as the by-digest endpoint serves
+ * it; each problem is a line on out. repair: missing digest index entries
+ * are put back (st opened unshared). Returns store_verify's result, with
+ * its counts in *vs. */
+int api_fsck(store *st, int repair, FILE *out, store_verify_stats *vs);
 
 /* The number of tokens in the store, in *n (0 when it cannot be read). */
 int api_token_count(store *st, uint64_t *n);

@@ -6,6 +6,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Warns of each label a client gave a run it created that the server
+ * derives from the spec and so set otherwise. */
+static void
+warn_derived(store_txn *txn, create_job *j, api_resp *r)
+{
+	for (size_t i = 0; i < j->u.n && r->nwarnings < API_MAX_WARNINGS; i++) {
+		element *e = &j->u.els[i];
+
+		for (size_t k = 0; k < e->ndocs && !e->failed; k++) {
+			api_doc *d = &e->docs[k];
+			store_obj o;
+
+			if (d->kind->id != API_RUN || !d->created || d->obj == NULL ||
+			    store_get_by_name(txn, API_RUN, d->stored_name,
+			    strlen(d->stored_name), &o) != KI_OK)
+				continue;
+			api_warn_overridden_labels(r, json_object_object_get(
+			    json_object_object_get(d->obj, "metadata"), "labels"), &o);
+		}
+	}
+}
+
 /* Writes the elements and renders the answer inside txn. Returns 0 to keep
  * the writes, else they are dropped (the answer says why). */
 static int
@@ -13,6 +35,7 @@ create_write(store_txn *txn, void *arg)
 {
 	create_job *j = arg;
 	api_resp *r = j->r;
+	uint64_t rv0 = store_rv(txn);   /* before the writes: a dry run's */
 	int rc;
 
 	/* A job that may run again (job.rerun) starts from what admission
@@ -38,15 +61,20 @@ create_write(store_txn *txn, void *arg)
 			j->any_created |= e->docs[k].created;
 	}
 	ki_buf_reset(&r->body);
+	warn_derived(txn, j, r);
 	if (!j->bulk && j->u.els[0].ndocs == 1) {
 		api_doc *d = &j->u.els[0].docs[0];
 
 		rc = copy_stored(txn, d->kind, d->stored_name, &r->body);
+		/* A dry run gave the object no resourceVersion. */
+		if (rc == KI_OK && d->created && j->dry_run)
+			rc = api_body_set_rv(&r->body, NULL);
 		if (rc == KI_OK && d->created)
 			snprintf(r->location, sizeof(r->location), API_PREFIX "/%s/%s",
 			    d->kind->plural, d->stored_name);
 	} else {
-		render_result(j->u.els, j->u.n, store_rv(txn), j->dry_run, &r->body);
+		render_result(j->u.els, j->u.n, j->dry_run ? rv0 : store_rv(txn),
+		    j->dry_run, &r->body);
 		rc = r->body.oom ? KI_ENOMEM : KI_OK;
 	}
 	if (rc != KI_OK) {
@@ -73,10 +101,10 @@ create_job_release(void *arg)
 
 /* After the batch: a failed commit turns a success into an error. */
 static void
-create_done(api_job *job, int commit_rc)
+create_done(store_job *job, int commit_rc)
 {
 	create_job *j = (create_job *)(void *)job;
-	api_job_done user = j->user_done;
+	store_job_done user = j->user_done;
 
 	if (job->rc == KI_OK && commit_rc != KI_OK) {
 		ki_buf_reset(&j->r->body);
@@ -191,7 +219,7 @@ out:
 }
 
 void
-api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
+api_create_submit(api_ctx *ctx, api_resp *r, store_job_done done, void *cookie)
 {
 	create_job *j = (create_job *)(void *)r->job;
 
@@ -199,5 +227,5 @@ api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done, void *cookie)
 	j->user_done = done;
 	j->job.cookie = cookie;
 	r->job = NULL;
-	api_committer_submit(ctx->committer, &j->job);
+	store_committer_submit(ctx->committer, &j->job);
 }

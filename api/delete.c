@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/auth.h"
+#include "api/options.h"
 #include "api/runstatus.h"
 
 /* ---- delete ---- */
@@ -77,7 +78,8 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		api_fail_rc(r, rc, "reading the object");
 		goto out;
 	}
-	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
+	if ((opt->who != NULL && !api_may_write_stored(opt->who, &o, r)) ||
+	    !api_preconditions_hold(opt, k, &o, r))
 		goto out;
 	if (!api_if_match(opt->if_match, o.rv, r))
 		goto out;
@@ -89,8 +91,9 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 		api_fail_rc(r, KI_ESTORE, "reading the object");
 		goto out;
 	}
-	snprintf(rvs, sizeof(rvs), "%llu",
-	    (unsigned long long)store_next_rv(txn));
+	/* A dry run commits nothing: it shows the version the object has. */
+	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)(opt->dry_run ?
+	    o.rv : store_next_rv(txn)));
 	json_object_object_add(meta, "resourceVersion",
 	    json_object_new_string(rvs));
 	ki_buf_reset(&metab);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/review.h"
 #include "api/service.h"
 
 #define VERBS "[\"create\",\"delete\",\"get\",\"list\",\"patch\",\"update\",\"watch\"]"
@@ -43,6 +44,7 @@ api_discovery_apis(api_resp *r, int aggregated)
 	ki_buf_puts(&r->body, "{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\","
 	    "\"groups\":[");
 	group_entry(&r->body);
+	api_review_groups(&r->body);
 	ki_buf_puts(&r->body, "]}");
 	r->code = 200;
 }
@@ -80,6 +82,10 @@ api_discovery_resources(api_resp *r)
 		    id > 1 ? "," : "", k->plural, k->singular, k->kind,
 		    k->short_name);
 	}
+	/* Answered and not stored, as SelfSubjectAccessReview: create only. */
+	ki_buf_puts(b, ",{\"name\":\"comparisons\",\"singularName\":"
+	    "\"comparison\",\"namespaced\":false,\"kind\":\"Comparison\","
+	    "\"verbs\":[\"create\"],\"shortNames\":[\"kcmp\"]}");
 	ki_buf_puts(b, "]}");
 	r->code = 200;
 }

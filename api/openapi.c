@@ -143,6 +143,148 @@ op(ki_buf *b, const char *method, const api_kind *k, const char *verb,
 	    k->kind);
 }
 
+/* Comparison is answered and not stored: created only, and no kind of the
+ * table (api/kinds.c). */
+static const api_kind comparison_kind = { 0, "Comparison", "comparisons",
+	"comparison", "kcmp", NULL, NULL, NULL, 0, api_schema_comparison,
+	"Comparison pairs the runs of a baseline and a candidate label "
+	"selector by series and answers each pair's ratio with its interval, "
+	"the regressions and improvements beyond a threshold and a summary; "
+	"it is answered at once and not stored." };
+
+/* ---- the status the server writes, for `kubectl explain KIND.status` ----
+ * Descriptions only: clients never send a status (it is server-owned). */
+
+#define S(n, d) { n, API_T_STRING, 0, NULL, NULL, 0, d }
+#define N(n, d) { n, API_T_NUMBER, 0, NULL, NULL, 0, d }
+#define B(n, d) { n, API_T_BOOL, 0, NULL, NULL, 0, d }
+#define O(n, f, d) { n, API_T_OBJECT, 0, NULL, f, 0, d }
+#define END { NULL, 0, 0, NULL, NULL, 0, NULL }
+
+static const api_field st_condition[] = {
+	S("type", "DigestsVerified, Plausible, Regressed (runs); Complete, "
+	    "Verified, Failed (verifications); Regressed (comparisons)."),
+	S("status", "True, False or Unknown."),
+	S("reason", "Why, in one CamelCase word."),
+	S("message", "Why, for people."),
+	S("lastTransitionTime", "When status last changed (RFC 3339)."),
+	END
+};
+static const api_field st_conditions[] = {
+	O("", st_condition, "A condition."), END
+};
+static const api_field st_ref[] = {
+	S("digest", "The referenced content digest."),
+	S("name", "The stored object with that digest, once resolved."),
+	B("resolved", "Whether an object with the digest is stored."),
+	END
+};
+static const api_field st_refs[] = {
+	O("protocol", st_ref, "The BenchmarkProtocol."),
+	O("workload", st_ref, "The Workload."),
+	O("environment", st_ref, "The ExecutionEnvironment."),
+	O("implementation", st_ref, "The Implementation."),
+	END
+};
+static const api_field st_plausibility[] = {
+	S("verdict", "Plausible, Implausible or Unknown: the claimed time "
+	    "against the hardware's floor for the workload."),
+	N("achievedFraction", "The floor over the claimed time."),
+	N("bytes", "Bytes the workload must move."),
+	N("flops", "Floating-point operations of the workload."),
+	N("floorNs", "The least time the GPU needs for the flops (ns)."),
+	N("floorBytes", "The floor for memory-bound workloads (bytes)."),
+	B("derivedWorkload", "Whether the workload came from sourceNative."),
+	S("gpu", "The GPU the floor is for."),
+	S("model", "The cost model used."),
+	END
+};
+static const api_field st_run_verification[] = {
+	S("name", "The Verification that last measured this run."),
+	S("verdict", "Consistent, Implausible or Unverifiable."),
+	S("reason", "Why."),
+	S("message", "Why, for people."),
+	N("referenceNs", "The reference kernel's median (ns)."),
+	N("ratio", "The claimed median over the reference's."),
+	S("gpu", "Where the reference ran."),
+	END
+};
+/* Members described in their text, their fields kept as they come. */
+static const api_field st_open[] = { END };
+static const api_field st_judgement[] = {
+	O("", st_open, "One Threshold's judgement: threshold, test, limit, "
+	    "window, minSample, sample, judged, regressed, value, baseline "
+	    "(median and runs), changePercent, zScore or fence."),
+	END
+};
+static const api_field st_comparison[] = {
+	O("summary", st_open, "pairs, regressions, improvements, unchanged, "
+	    "baselineOnly, candidateOnly, excludedImplausible, "
+	    "thresholdPercent, geomeanRatio, regressed."),
+	{ "conditions", API_T_ARRAY, 0, NULL, st_conditions, 0,
+	  "Regressed: True when a pair regressed beyond the threshold." },
+	{ "pairs", API_T_ARRAY, 0, NULL, st_judgement, 0,
+	  "Each paired series: series, baseline, candidate, ratio, interval, "
+	  "changePercent, verdict (Regression, Improvement or Unchanged), "
+	  "confident." },
+	END
+};
+static const api_field st_run[] = {
+	{ "conditions", API_T_ARRAY, 0, NULL, st_conditions, 0,
+	  "DigestsVerified (every reference resolved) and Plausible." },
+	S("digest", "The content digest of the spec (sha256:...)."),
+	O("references", st_refs, "Each reference of the spec, resolved or "
+	    "not."),
+	O("plausibility", st_plausibility, "The run against the hardware's "
+	    "limits."),
+	O("verification", st_run_verification, "The outcome of the last "
+	    "Verification of this run."),
+	{ "thresholds", API_T_ARRAY, 0, NULL, st_judgement, 0,
+	  "The Thresholds that judged this run as it arrived (with a "
+	  "Regressed condition)." },
+	END
+};
+static const api_field st_ns[] = { N("", "Nanoseconds."), END };
+static const api_field st_free[] = { END };
+static const api_field st_verification[] = {
+	S("phase", "Pending, Running, Succeeded or Failed."),
+	S("verdict", "Consistent, Implausible or Unverifiable."),
+	S("reason", "Why."),
+	S("message", "Why, for people."),
+	S("startedAt", "When the reference program started."),
+	S("finishedAt", "When it finished."),
+	N("claimedNs", "The run's claimed median (ns)."),
+	N("ratio", "The claimed median over the reference's."),
+	{ "reference", API_T_MAP, 0, NULL, st_ns, 0,
+	  "The reference's latency quantiles (ns)." },
+	O("result", st_free, "What the reference program answered."),
+	{ "conditions", API_T_ARRAY, 0, NULL, st_conditions, 0,
+	  "Complete, Verified, and Failed (True when it failed: what "
+	  "`kubectl wait --for=condition=Failed` waits for)." },
+	S("digest", "The content digest of the spec."),
+	END
+};
+static const api_field st_other[] = {
+	S("digest", "The content digest of the spec (sha256:...)."),
+	END
+};
+
+/* The status schema of kind k: described fields, unknown ones kept. */
+static void
+status_of(ki_buf *b, const api_kind *k)
+{
+	size_t at = b->len;
+
+	object_of(b, k == &comparison_kind ? st_comparison : k->id == API_RUN ?
+	    st_run : k->id == API_VERIFICATION ? st_verification : st_other,
+	    k == &comparison_kind ? "The answer (docs/regressions.md)." :
+	    "Owned by the server: clients never write it.");
+	if (b->len > at && !b->oom) {
+		b->len--;     /* the closing brace */
+		ki_buf_puts(b, ",\"x-kubernetes-preserve-unknown-fields\":true}");
+	}
+}
+
 static void
 build(void)
 {
@@ -179,9 +321,12 @@ build(void)
 		op(&doc, "delete", k, "delete", 0, 0);
 		ki_buf_puts(&doc, "}");
 	}
-	ki_buf_puts(&doc, "},\"components\":{\"schemas\":{");
-	for (int id = 1; id <= API_NKINDS; id++) {
-		const api_kind *k = api_kind_by_id(id);
+	ki_buf_puts(&doc, ",\"" API_PREFIX "/comparisons\":{");
+	op(&doc, "post", &comparison_kind, "create", 1, 1);
+	ki_buf_puts(&doc, "}},\"components\":{\"schemas\":{");
+	for (int id = 1; id <= API_NKINDS + 1; id++) {
+		const api_kind *k = id <= API_NKINDS ? api_kind_by_id(id) :
+		    &comparison_kind;
 
 		ki_buf_printf(&doc, "%s\"dev.kernelindex.v1alpha1.%s\":{"
 		    "\"type\":\"object\",\"description\":", id > 1 ? "," : "",
@@ -197,10 +342,11 @@ build(void)
 		ki_buf_puts(&doc, "\"},\"metadata\":");
 		ki_buf_puts(&doc, meta_schema);
 		ki_buf_puts(&doc, ",\"spec\":");
-		object_of(&doc, k->spec, "What the document says; immutable.");
-		ki_buf_puts(&doc, ",\"status\":{\"type\":\"object\",\"description\":"
-		    "\"Owned by the server: digest, references, conditions.\","
-		    "\"x-kubernetes-preserve-unknown-fields\":true}}}");
+		object_of(&doc, k->spec, k == &comparison_kind ? "What to compare." :
+		    "What the document says; immutable.");
+		ki_buf_puts(&doc, ",\"status\":");
+		status_of(&doc, k);
+		ki_buf_puts(&doc, "}}");
 	}
 	ki_buf_puts(&doc, "}}}");
 	api_sha256(doc.data, doc.len, d);

@@ -1,11 +1,13 @@
-/* api/patch.c — PATCH (merge, strategic-as-merge, server-side apply) and
- * PUT: what may change on an object whose spec is immutable. */
+/* api/patch.c — PATCH (merge, strategic-as-merge, JSON patch, server-side
+ * apply) and PUT: what may change on an object whose spec is immutable. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/jsonpatch.h"
 #include "api/object.h"
+#include "api/options.h"
 #include "api/service.h"
 #include "api/service_int.h"
 
@@ -96,14 +98,14 @@ body_precondition(struct json_object *body, char pre[24], api_resp *r)
 
 /* Changes the live object kind/name inside one write transaction, so that
  * no write comes between reading it and storing the change: body
- * (consumed) is the whole object the client wants (PUT), or a merge patch
- * applied here to the object as it is now. pre is the client's
- * resourceVersion precondition ("" for none). Returns 1, with nothing
- * written or answered, when the object does not exist and missing_ok;
- * else 0 with r filled. */
+ * (consumed) is the whole object the client wants (PUT: type 0), or a
+ * patch of type (enum api_patch_type) applied here to the object as it is
+ * now, a JSON patch's tests included. pre is the client's resourceVersion
+ * precondition ("" for none). Returns 1, with nothing written or answered,
+ * when the object does not exist and missing_ok; else 0 with r filled. */
 static int
 update(api_ctx *ctx, const api_kind *k, const char *name,
-	struct json_object *body, int is_patch, const char *pre, int missing_ok,
+	struct json_object *body, int type, const char *pre, int missing_ok,
 	const api_write_opts *opt, api_resp *r)
 {
 	store_txn *txn = NULL;
@@ -154,13 +156,22 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		    k->plural, name);
 		goto out;
 	}
-	if (is_patch) {
+	if (type != 0) {
 		live = api_json_parse_len(o.json, o.json_len);
 		if (live == NULL) {
 			api_fail_rc(r, KI_ESTORE, "reading the object");
 			goto out;
 		}
-		want = merge_patch(live, body);
+		if (type == API_PATCH_JSON) {
+			rc = api_jsonpatch_apply(live, body, &want, &st);
+			if (rc == KI_EINVAL) {
+				api_status_details(&st, k->kind, name);
+				api_resp_status(r, &st);
+				goto out;
+			}
+		} else {
+			want = merge_patch(live, body);
+		}
 		if (want == NULL) {
 			api_fail_rc(r, KI_ENOMEM, "patching");
 			goto out;
@@ -168,6 +179,16 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	} else {
 		want = body;
 		body = NULL;
+	}
+	if (meta_str(want, "uid") != NULL) {
+		/* A uid the client sent must be the object's (409 if not). */
+		api_write_opts uid_opt;
+
+		memset(&uid_opt, 0, sizeof(uid_opt));
+		snprintf(uid_opt.pre_uid, sizeof(uid_opt.pre_uid), "%s",
+		    meta_str(want, "uid"));
+		if (!api_preconditions_hold(&uid_opt, k, &o, r))
+			goto out;
 	}
 	wname = meta_str(want, "name");
 	if (wname != NULL && strcmp(wname, name) != 0) {
@@ -201,9 +222,13 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		char stored[API_DIGEST_STRLEN + 1];
 
 		api_digest_format(o.digest, stored);
-		api_resp_fail(r, 422, "Invalid", "spec", "Invalid value: the spec is "
-		    "immutable (stored %s, the change would make %s): upload a "
-		    "changed result as a new object", stored, d.digest_str);
+		api_status_fail(&st, 422, "Invalid", "%s \"%s\" is invalid: spec: "
+		    "the spec is immutable", k->kind, name);
+		api_status_cause(&st, "FieldValueInvalid", "spec", "Invalid value: "
+		    "the spec is immutable (stored %s, the change would make %s): "
+		    "upload a changed result as a new object", stored, d.digest_str);
+		api_status_details(&st, k->kind, name);
+		api_resp_status(r, &st);
 		goto out;
 	}
 	if ((rc = stored_copy_make(&c, &o)) != KI_OK) {
@@ -237,8 +262,14 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		goto out;
 	}
 	rc = store_get_by_name(txn, k->id, name, strlen(name), &o);
-	if (rc == KI_OK)
+	if (rc == KI_OK) {
+		api_warn_overridden_labels(r, json_object_object_get(
+		    json_object_object_get(d.obj, "metadata"), "labels"), &o);
 		rc = ki_buf_append(&r->body, o.json, o.json_len);
+	}
+	/* A dry run commits nothing: the object keeps its version. */
+	if (rc == KI_OK && opt->dry_run)
+		rc = api_body_set_rv(&r->body, rvs);
 	if (rc != KI_OK) {
 		api_fail_rc(r, rc, "reading the object");
 		goto out;
@@ -325,18 +356,23 @@ api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
 		return;
 	}
 	api_status_free(&st);
-	if (!json_object_is_type(patch, json_type_object)) {
+	if (type == API_PATCH_JSON ?
+	    !json_object_is_type(patch, json_type_array) :
+	    !json_object_is_type(patch, json_type_object)) {
 		json_object_put(patch);
-		api_resp_fail(r, 400, "BadRequest", NULL, "a patch must be a JSON "
-		    "object");
+		api_resp_fail(r, 400, "BadRequest", NULL, type == API_PATCH_JSON ?
+		    "a JSON patch must be an array of operations" :
+		    "a patch must be a JSON object");
 		return;
 	}
+	/* A JSON patch states its preconditions as test operations. */
+	pre[0] = '\0';
 	if ((type == API_PATCH_APPLY && apply_names_url(k, name, patch, r) != 0) ||
-	    body_precondition(patch, pre, r) != 0) {
+	    (type != API_PATCH_JSON && body_precondition(patch, pre, r) != 0)) {
 		json_object_put(patch);
 		return;
 	}
-	if (update(ctx, k, name, patch, 1, pre, type == API_PATCH_APPLY, opt,
+	if (update(ctx, k, name, patch, type, pre, type == API_PATCH_APPLY, opt,
 	    r) == 1) {
 		/* Server-side apply of a missing object creates it: the body is
 		 * one object of this kind named as the URL (checked above). */

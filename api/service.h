@@ -15,8 +15,8 @@
 #include "lib/limits.h"
 #include "store/store.h"
 
-struct api_committer;
-struct api_job;
+struct store_committer;
+struct store_job;
 
 /* How lists were served, for /metrics: counted with atomic adds. */
 enum { API_LIST_BY_NAME, API_LIST_BY_INDEX, API_LIST_BY_RANGE,
@@ -31,7 +31,7 @@ typedef struct api_ctx {
 	store *st;
 	/* Group commit: when set, durable creates are queued to it and their
 	 * answer comes with the batch's commit (see api_resp.job). */
-	struct api_committer *committer;
+	struct store_committer *committer;
 	const ki_limits *lim;
 	double (*now)(void);               /* seconds since the epoch */
 	/* Called after each commit that advanced the resourceVersion. */
@@ -64,9 +64,9 @@ typedef struct api_resp {
 	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
 	size_t nwarnings;
 	/* Set by an operation that waits for a group commit: the caller sets
-	 * job->done and job->cookie, hands it to api_committer_submit(), and
+	 * job->done and job->cookie, hands it to store_committer_submit(), and
 	 * answers with this response once done() has run. */
-	struct api_job *job;
+	struct store_job *job;
 	/* What the answer was made from, freed with it (by api_resp_free): the
 	 * thread that answers frees it, not the committer. */
 	void (*release)(void *arg);
@@ -102,6 +102,10 @@ typedef struct api_write_opts {
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */
 	const char *if_match;       /* the If-Match header, or NULL */
+	/* DeleteOptions.preconditions, or "": the stored object must have
+	 * this uid and resourceVersion (api/options.h). */
+	char pre_uid[128];
+	char pre_rv[24];
 } api_write_opts;
 
 /* Does the If-Match header value (NULL: no header) let a write go over the
@@ -148,7 +152,7 @@ void api_create(api_ctx *ctx, const api_kind *coll, const char *body,
  * on the committer's thread once r holds the final answer (cookie is
  * job->cookie). */
 void api_create_submit(api_ctx *ctx, api_resp *r,
-	void (*done)(struct api_job *job, int commit_rc), void *cookie);
+	void (*done)(struct store_job *job, int commit_rc), void *cookie);
 
 /* A streamed NDJSON upload (not atomic, not a dry run): lines are read as
  * the body arrives and written in chunks, each chunk one job of the group
@@ -165,15 +169,15 @@ api_stream *api_stream_open(api_ctx *ctx, const api_write_opts *opt);
 /* Takes the next len bytes of the body. *job is a chunk ready to write, or
  * NULL. */
 void api_stream_feed(api_stream *s, const char *data, size_t len,
-	struct api_job **job);
+	struct store_job **job);
 /* The body is complete: *job is the next chunk to write, or NULL when all
  * is written. */
-void api_stream_end(api_stream *s, struct api_job **job);
+void api_stream_end(api_stream *s, struct store_job **job);
 /* Writes job (from feed or end) in a group commit, or at once when the
  * context has no committer; done(job, rc) runs after, on the committer's
  * thread (or this one). */
-void api_stream_submit(api_stream *s, struct api_job *job,
-	void (*done)(struct api_job *job, int commit_rc), void *cookie);
+void api_stream_submit(api_stream *s, struct store_job *job,
+	void (*done)(struct store_job *job, int commit_rc), void *cookie);
 /* Has a chunk failed whole (the store full, a commit failed)? The rest of
  * the body is then read and dropped; the answer says why. */
 int api_stream_failed(const api_stream *s);
@@ -193,6 +197,7 @@ enum api_patch_type {
 	API_PATCH_MERGE = 1,   /* application/merge-patch+json (RFC 7386) */
 	API_PATCH_STRATEGIC,   /* treated as a merge patch */
 	API_PATCH_APPLY,       /* server-side apply: create or merge */
+	API_PATCH_JSON,        /* application/json-patch+json (RFC 6902) */
 };
 
 /* PATCH kind/name: merges the patch into the live object. Labels,

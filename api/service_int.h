@@ -4,6 +4,8 @@
 #ifndef API_SERVICE_INT_H
 #define API_SERVICE_INT_H
 
+#include <stdio.h>
+
 #include <json-c/json.h>
 
 #include "api/service.h"
@@ -42,6 +44,21 @@ struct api_principal;
 int api_may_write_stored(const struct api_principal *who, const store_obj *o,
 	api_resp *r);
 
+/* An unlinked file for an answer too large for memory, in dir (NULL: the
+ * system's temporary directory); the caller fcloses it. NULL on failure. */
+FILE *api_spill_open(const char *dir);
+
+/* Sets metadata.resourceVersion of the object whose JSON is body (NULL:
+ * removes it), the body rewritten: a dry run answers the version the
+ * object has, or none for one it would create. Returns 0 or KI_ENOMEM. */
+int api_body_set_rv(ki_buf *body, const char *rv);
+
+/* Adds a warning to r for each label in want (the labels a client sent,
+ * borrowed) that the stored object o holds with another value: one the
+ * server derives from the spec. */
+void api_warn_overridden_labels(api_resp *r, struct json_object *want,
+	const store_obj *o);
+
 /* Fills r with the 404 Status for k's name (read.c). */
 void not_found(api_resp *r, const api_kind *k, const char *name, size_t len);
 
@@ -49,5 +66,13 @@ void not_found(api_resp *r, const api_kind *k, const char *name, size_t len);
  * (upload.c). */
 int refresh_referrers(api_ctx *ctx, store_txn *txn,
 	const uint8_t digest[API_DIGEST_LEN]);
+
+/* Runs the query q over kind k in id order after the id `after`, driven
+ * by the cheapest access path (stored in *path, enum API_LIST_BY_*); fn
+ * still checks every requirement (api_query_match). q->labels and
+ * q->fields must be set (empty selectors select everything). Returns as
+ * store_list(). */
+int api_query_run(store_txn *txn, const api_kind *k, const api_query *q,
+	uint64_t after, store_each_fn fn, void *arg, int *path);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/version.h"
+#include "lib/log.h"
 
 void
 api_status_init(api_status *st)
@@ -166,6 +167,13 @@ api_status_from_rc(api_status *st, int rc, const char *what)
 	case KI_EFULL:
 		api_status_fail(st, 507, "InsufficientStorage",
 		    "%s: the store is full; nothing was written", what);
+		break;
+	case KI_ECORRUPT:
+		/* Damaged data is never served; the operator must hear of it. */
+		log_error("store: %s: %s", what, ki_strerror(rc));
+		api_status_fail(st, 500, "InternalError", "%s: the stored data "
+		    "is damaged (it fails its checksum or its digest) and is "
+		    "not served; check the store with kernelindexd fsck", what);
 		break;
 	case KI_ENOSPC:
 		api_status_fail(st, 507, "InsufficientStorage",

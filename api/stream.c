@@ -37,7 +37,7 @@ struct api_stream {
 	api_status fatal;          /* why the upload stopped */
 	long fatal_line;           /* its first line that was not written */
 	api_resp warn;             /* warnings collected for the answer */
-	api_job_done user_done;
+	store_job_done user_done;
 };
 
 api_stream *
@@ -92,9 +92,8 @@ stream_fail(api_stream *s, int rc, const char *what, long line)
 	s->fatal_line = line;
 }
 
-/* An unlinked file for the answer, in the spill directory. */
-static FILE *
-spill_open(const char *dir)
+FILE *
+api_spill_open(const char *dir)
 {
 #ifdef O_TMPFILE
 	if (dir != NULL) {
@@ -120,7 +119,7 @@ stream_spill(api_stream *s, int flush)
 	if (s->items.len == 0 || (s->items.len < STREAM_KEEP_BYTES &&
 	    !(flush && s->spill != NULL)))
 		return;
-	if (s->spill == NULL && (s->spill = spill_open(s->ctx->spill_dir)) ==
+	if (s->spill == NULL && (s->spill = api_spill_open(s->ctx->spill_dir)) ==
 	    NULL) {
 		stream_fail(s, KI_EIO, "keeping the upload's answer", s->line);
 		return;
@@ -212,7 +211,7 @@ stream_take(api_stream *s, int at_end)
 /* Hands out the chunk when it is full, or at the end when it holds
  * anything. */
 static void
-stream_ready(api_stream *s, int at_end, api_job **job)
+stream_ready(api_stream *s, int at_end, store_job **job)
 {
 	*job = NULL;
 	if (s->fatal.code != 0 || s->chunk == NULL)
@@ -234,7 +233,7 @@ stream_ready(api_stream *s, int at_end, api_job **job)
 }
 
 void
-api_stream_feed(api_stream *s, const char *data, size_t len, api_job **job)
+api_stream_feed(api_stream *s, const char *data, size_t len, store_job **job)
 {
 	*job = NULL;
 	if (s->fatal.code != 0)
@@ -266,7 +265,7 @@ api_stream_feed(api_stream *s, const char *data, size_t len, api_job **job)
 }
 
 void
-api_stream_end(api_stream *s, api_job **job)
+api_stream_end(api_stream *s, store_job **job)
 {
 	*job = NULL;
 	if (s->fatal.code != 0)
@@ -318,15 +317,15 @@ stream_write(store_txn *txn, void *arg)
 /* After the chunk's commit: a failed commit stops the upload; the chunk's
  * documents go, and the caller is woken. */
 static void
-stream_done(api_job *job, int commit_rc)
+stream_done(store_job *job, int commit_rc)
 {
 	create_job *j = (create_job *)(void *)job;
 	api_stream *s = j->stream;
-	api_job_done user = s->user_done;
+	store_job_done user = s->user_done;
 
 	if (job->rc == KI_OK && commit_rc != KI_OK)
 		stream_fail(s, commit_rc, "committing the write", j->u.els[0].index);
-	api_job copy = *job;
+	store_job copy = *job;
 
 	if (s->fatal.code == 0)
 		stream_spill(s, 0);
@@ -339,7 +338,7 @@ stream_done(api_job *job, int commit_rc)
 }
 
 void
-api_stream_submit(api_stream *s, api_job *job, api_job_done done,
+api_stream_submit(api_stream *s, store_job *job, store_job_done done,
 	void *cookie)
 {
 	create_job *j = (create_job *)(void *)job;
@@ -352,7 +351,7 @@ api_stream_submit(api_stream *s, api_job *job, api_job_done done,
 	j->job.cookie = cookie;
 	s->user_done = done;
 	if (s->ctx->committer != NULL) {
-		api_committer_submit(s->ctx->committer, job);
+		store_committer_submit(s->ctx->committer, job);
 		return;
 	}
 	if ((rc = store_begin(s->ctx->st, 1, &txn)) != KI_OK) {

@@ -4,7 +4,7 @@
 #ifndef API_UPLOAD_H
 #define API_UPLOAD_H
 
-#include "api/commit.h"
+#include "store/store.h"
 #include "api/object.h"
 #include "api/service_int.h"
 
@@ -29,12 +29,12 @@ typedef struct upload {
 
 /* One create, from validation to the answer: what the committer runs. */
 typedef struct create_job {
-	api_job job;               /* first: the committer hands this back */
+	store_job job;               /* first: the committer hands this back */
 	api_ctx *ctx;
 	upload u;
 	int bulk, atomic, dry_run, any_created;
 	api_resp *r;
-	api_job_done user_done;    /* the caller's, run after finishing */
+	store_job_done user_done;    /* the caller's, run after finishing */
 	struct api_stream *stream; /* a chunk of this streamed upload */
 } create_job;
 

@@ -196,6 +196,8 @@ api_verify_claim(api_ctx *ctx, int include_running, char *name,
 			    json_object_new_string(err));
 			add_condition(extra, "Complete", "False", "CannotBuildRequest",
 			    err, ctx->now());
+			add_condition(extra, "Failed", "True", "CannotBuildRequest",
+			    err, ctx->now());
 			add_time(extra, "finishedAt", ctx->now());
 		}
 		rc = set_status(ctx, txn, p.name, extra);
@@ -392,6 +394,9 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 	}
 	add_condition(extra, "Complete", ok ? "True" : "False", ok ? "Measured" :
 	    "Failed", msg, now);
+	/* What `kubectl wait --for=condition=Failed` waits for. */
+	if (!ok)
+		add_condition(extra, "Failed", "True", reason, msg, now);
 	add_condition(extra, "Verified", strcmp(verdict, "Consistent") == 0 ?
 	    "True" : strcmp(verdict, "Implausible") == 0 ? "False" : "Unknown",
 	    reason, msg, now);

@@ -27,6 +27,7 @@
 #include "api/kinds.h"
 #include "api/object.h"
 #include "api/labels.h"
+#include "store/lmdb.h"
 #include "store/store.h"
 
 #define BATCH 20000
@@ -231,6 +232,7 @@ int
 main(int argc, char **argv)
 {
 	store_options so;
+	store_lmdb_options lo;
 	store *st = NULL;
 	store_txn *t = NULL;
 	gen g;
@@ -248,14 +250,15 @@ main(int argc, char **argv)
 	}
 	memset(&so, 0, sizeof(so));
 	memset(&g, 0, sizeof(g));
-	so.map_size = 1ull << 30;
-	so.map_max = 1ull << 40;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = 1ull << 30;
+	lo.map_max = 1ull << 40;
 	so.history = argc > 3 ? strtoull(argv[3], NULL, 10) : 100000;
 	so.facets = api_store_facets;
 	so.nosync = 1;
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if ((rc = store_open(&st, argv[1], &so)) != KI_OK) {
+	if ((rc = store_lmdb_open(&st, argv[1], &so, &lo)) != KI_OK) {
 		fprintf(stderr, "kernelindex-gen: cannot open %s: %s\n", argv[1],
 		    ki_strerror(rc));
 		return 1;

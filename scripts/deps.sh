@@ -22,6 +22,9 @@ if [ "${1:-}" = "--test" ]; then
 	# tests/e2e/test_http.py reads YAML answers back.
 	dpkg-query -W -f='${Status}\n' python3-yaml 2>/dev/null |
 		grep -q "ok installed" || missing="$missing python3-yaml"
+	# The Python Kubernetes client of tests/clients (the system's Python).
+	dpkg-query -W -f='${Status}\n' python3-kubernetes 2>/dev/null |
+		grep -q "ok installed" || missing="$missing python3-kubernetes"
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

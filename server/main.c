@@ -12,7 +12,7 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
-#include "api/commit.h"
+#include "store/store.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -244,13 +244,51 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 	return 0;
 }
 
+/* kernelindexd [--data-dir DIR] fsck [--repair]: checks every stored
+ * object and the indexes that find it; exit status 0 when all is well, 1
+ * when something is damaged (or cannot be read), 2 on a usage error. */
+static int
+fsck_command(const ki_config *cfg, int argc, char **argv)
+{
+	store_verify_stats vs;
+	store *st = NULL;
+	int repair = argc == 1 && strcmp(argv[0], "--repair") == 0, rc;
+
+	if (argc > 1 || (argc == 1 && !repair)) {
+		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] fsck "
+		    "[--repair]\n");
+		return 2;
+	}
+	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
+	    cfg->map_max, cfg->history, !repair, 0)) != KI_OK) {
+		fprintf(stderr, "kernelindexd fsck: cannot open the store in %s: "
+		    "%s%s\n", cfg->data_dir, ki_strerror(rc), rc == KI_EBUSY ?
+		    " (--repair needs the daemon stopped)" : "");
+		return 1;
+	}
+	rc = api_fsck(st, repair, stdout, &vs);
+	api_store_close(st);
+	if (rc != KI_OK) {
+		fprintf(stderr, "kernelindexd fsck: %s: the check stopped after "
+		    "%llu objects: %s\n", cfg->data_dir,
+		    (unsigned long long)vs.objects, ki_strerror(rc));
+		return 1;
+	}
+	printf("%s: %llu objects checked, %llu problems, %llu digest index "
+	    "entries repaired\n", cfg->data_dir,
+	    (unsigned long long)vs.objects, (unsigned long long)vs.problems,
+	    (unsigned long long)vs.repaired);
+	return vs.problems > 0 ? 1 : 0;
+}
+
 static void
 usage(FILE *out)
 {
 	fprintf(out, "usage: kernelindexd [--config FILE] [--check] "
 	    "[--OPTION VALUE]...\n"
 	    "       kernelindexd [OPTIONS] token create|list|revoke ...\n"
-	    "       kernelindexd [OPTIONS] backup FILE\n\n"
+	    "       kernelindexd [OPTIONS] backup FILE\n"
+	    "       kernelindexd [OPTIONS] fsck [--repair]\n\n"
 	    "Serves the kernelindex.dev API from an embedded LMDB store.\n\n"
 	    "  --config FILE          read options from FILE (name = value)\n"
 	    "  --check                validate the configuration and exit\n"
@@ -272,7 +310,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
-	api_committer *committer = NULL;
+	store_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -283,7 +321,8 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			config = argv[++i];
 		else if (strcmp(argv[i], "token") == 0 ||
-		    strcmp(argv[i], "backup") == 0) {
+		    strcmp(argv[i], "backup") == 0 ||
+		    strcmp(argv[i], "fsck") == 0) {
 			/* Options before "token" are the daemon's; the rest is the
 			 * subcommand's. */
 			sub = i;
@@ -351,6 +390,8 @@ main(int argc, char **argv)
 	}
 	if (sub > 0 && strcmp(argv[sub], "backup") == 0)
 		return backup_command(&cfg, sub_argc, sub_argv);
+	if (sub > 0 && strcmp(argv[sub], "fsck") == 0)
+		return fsck_command(&cfg, sub_argc, sub_argv);
 	if (sub > 0)
 		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));
@@ -393,7 +434,7 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
-	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -408,7 +449,7 @@ main(int argc, char **argv)
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
-		api_committer_stop(committer);
+		store_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		api_store_close(st);
@@ -438,7 +479,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
-	api_committer_stop(committer);
+	store_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	api_store_close(st);

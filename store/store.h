@@ -1,23 +1,49 @@
-/* store/store.h — the object store interface: content-addressed objects,
- * names, natural keys, back-references and the event history.
+/* store/store.h — the contract of the object store: content-addressed
+ * objects, names, natural keys, back-references, label and digest
+ * indexes, the event history, access tokens and a resourceVersion. It
+ * names nothing of a particular engine: store/lmdb.h adds what only the
+ * LMDB backend has (its tuning, statistics, backup file, crash
+ * simulation), and a backend over another engine (etcd: objects and index
+ * entries as keys) implements these functions and passes the conformance
+ * suites in tests/unit (store_backends.c lists the backends).
  *
- * Caveats of the LMDB backend, kept by every caller:
- *  - Open the store once per process and never fork after store_open()
- *    (LMDB's lock file is per process; a forked child must exec at once).
- *  - One short transaction per request. A write transaction holds the single
- *    writer lock until commit or abort; never wait on the network inside one.
- *  - Every pointer a read returns (store_obj fields) is borrowed from the
- *    memory map and valid only until the transaction ends: copy what must
- *    outlive it.
- *  - store_commit() syncs to disk before it returns, so a write that was
- *    acknowledged after a successful commit survives a crash.
- *  - Stale reader slots left by a crashed process are cleared at open.
- *  - A thread holds at most one transaction at a time: the map grows
- *    (store_begin of a write, when it is 3/4 full) only once every
- *    transaction of the process has ended.
+ * What every caller keeps:
+ *  - Open the store once per process, and never fork after store_open()
+ *    (a forked child must exec at once).
+ *  - One short transaction per request; never wait on the network inside
+ *    one. At most one write transaction is open at a time (store_begin
+ *    of a write waits for the one in flight), and a thread holds at most
+ *    one transaction.
+ *  - Every pointer a read returns (store_obj fields, token values) is
+ *    borrowed and valid only until the transaction ends or writes again:
+ *    copy what must outlive it.
+ *  - A store_commit() that returns 0 is durable: an acknowledged write
+ *    survives a crash (unless store_options.nosync).
+ *
+ * What every backend provides:
+ *  - Transactions see one consistent state (snapshot isolation) and a
+ *    write transaction is all or nothing. A child transaction
+ *    (store_begin_child) is a savepoint of its parent: its writes join
+ *    the parent's when it commits and vanish when it aborts. An engine
+ *    without nested transactions keeps a transaction's writes in memory
+ *    until the top-level commit, and a savepoint is a mark in them.
+ *  - Revisions: the resourceVersion is the store's own counter, not the
+ *    engine's. Each put or delete takes the next value (store_next_rv),
+ *    which the caller renders into the object before the put (objects are
+ *    served as the bytes they were stored as), and records an event under
+ *    it; store_rv is the last value taken. A backend whose engine numbers
+ *    its revisions itself (etcd: one revision per transaction) keeps this
+ *    counter as data, like the events, and makes the commit conditional
+ *    on no other writer having committed since the transaction began
+ *    (etcd: a compare on the counter key's mod_revision); the engine's
+ *    revision is never shown.
+ *  - Ids (store_id): the kind in the top byte and a store-wide creation
+ *    sequence below; lists run in id order.
+ *  - Damaged data is never returned: a read whose stored bytes fail the
+ *    backend's own check is KI_ECORRUPT.
  *
  * Everything returns 0 or a negative KI_* code (lib/ki.h); the store never
- * logs.
+ * writes a log of its own (see store_options.log).
  */
 #ifndef STORE_H
 #define STORE_H
@@ -41,34 +67,30 @@ typedef struct store_txn store_txn;
 typedef int (*store_facets_fn)(int kind, const char *labels,
 	size_t labels_len, ki_buf *out);
 
+/* The store never writes a log itself: what an operator should hear of
+ * (a recovery, a damaged log, a failed checkpoint) goes to this hook, if
+ * set, as one line without a newline (as SQLite's sqlite3_log). */
+enum store_log_level {
+	STORE_LOG_ERROR = 0,
+	STORE_LOG_WARN = 1,
+	STORE_LOG_INFO = 2,
+};
+typedef void (*store_log_fn)(void *arg, int level, const char *msg);
+
 typedef struct store_options {
-	uint64_t map_size;     /* bytes of address space for the map */
-	uint64_t map_max;      /* it doubles when 3/4 full, up to this */
+	store_log_fn log;      /* NULL: nothing is reported */
+	void *log_arg;
 	uint64_t history;      /* events kept for watch and resume */
-	int nosync;            /* tests only: skip fsync at commit */
+	int nosync;            /* tests only: a commit need not be durable */
 	/* Open even while another process (a running daemon) owns the
-	 * store (the admin commands): commits then go to the redo log's
-	 * redo.side, synced, and no checkpoint is taken. */
+	 * store (the admin commands): its writes are made durable on their
+	 * own, and the store's background work is left to the owner. */
 	int shared;
-	/* A checkpoint once the redo log holds this many bytes or this
-	 * many ms have passed since the last (0: 1 MiB, 50 ms). */
-	uint64_t checkpoint_bytes;
-	uint64_t checkpoint_ms;
-	/* When set, records do not carry their facets (they are a function
-	 * of kind and labels): the store computes them whenever a put leaves
-	 * store_obj.facets empty and when it unindexes an object, which keeps
-	 * a run's record within one page. */
+	/* When set, records need not carry their facets (they are a
+	 * function of kind and labels): the store computes them whenever a
+	 * put leaves store_obj.facets empty and when it unindexes an
+	 * object. */
 	store_facets_fn facets;
-	/* Entries per transaction when an older store's tables are copied
-	 * into a newer layout at open (0: the default; tests make it small
-	 * to cross batch boundaries). */
-	size_t convert_batch;
-	/* Digests the young part of the digest index holds before it is
-	 * merged into the main one (0: the default; tests make it small). */
-	size_t digest_young;
-	/* Entries from which a young table is read by several threads at
-	 * once (0: the default; tests make it small). */
-	size_t young_read_min;
 } store_options;
 
 enum store_event_type {
@@ -118,14 +140,17 @@ int store_open(store **out, const char *dir, const store_options *opt);
 void store_close(store *s);
 
 /* Begins a transaction. A write transaction excludes other writers until it
- * ends. Free with store_commit() or store_abort(). */
+ * ends. Free with store_commit() or store_abort(). KI_ENOSPC, KI_EFULL or
+ * KI_EIO when the store cannot take writes now (its space is exhausted, an
+ * earlier background write failed). */
 int store_begin(store *s, int write, store_txn **out);
-/* Begins a child of a write transaction: its writes join the parent's when
- * it commits, and vanish when it aborts (LMDB nested transactions). Used
- * to batch many requests into one synced commit. */
+/* Begins a child of a write transaction (a savepoint): its writes join
+ * the parent's when it commits, and vanish when it aborts. Used to batch
+ * many requests into one durable commit (group commit, below). */
 int store_begin_child(store_txn *parent, store_txn **out);
-/* Commits (and syncs; a child only joins its parent); the transaction is
- * freed whatever the result. */
+/* Commits durably (a child only joins its parent); the transaction is
+ * freed whatever the result. KI_ENOSPC when the disk is full: nothing of
+ * it was written. */
 int store_commit(store_txn *t);
 /* Aborts; the transaction is freed. Safe on NULL. */
 void store_abort(store_txn *t);
@@ -160,8 +185,9 @@ uint64_t store_next_rv(store_txn *t);
 
 /* Inserts or replaces (by kind+name) an object. A new object gets a new seq;
  * a replaced one keeps its seq. Records an ADDED or MODIFIED event holding
- * the object. o->rv must equal store_next_rv(). On success o->seq is set.
- * KI_EFULL when the map is full. */
+ * the object. o->rv must equal store_next_rv() (else KI_EINVAL). The
+ * digest index keeps, per digest, the first object stored with it. On
+ * success o->seq is set. KI_EFULL when the store's space is used up. */
 int store_put(store_txn *t, store_obj *o);
 
 /* Deletes kind+name, recording a DELETED event whose object is final's
@@ -199,17 +225,14 @@ typedef struct store_term {
 } store_term;
 
 /* Like store_list(), over the objects of kind that satisfy every term,
- * found by intersecting the terms' posting lists (each in id order), not
- * by a scan; the newest objects, whose postings are written in groups (at
- * most 64 of them), are read and matched instead. nterms 0 is
- * store_list(). KI_EINVAL when a label pair is too long to be indexed (see
- * store_obj.labels). */
+ * found through the label and reference indexes (each in id order), not
+ * by a scan of the kind. nterms 0 is store_list(). KI_EINVAL when a label
+ * pair is too long to be indexed (see store_obj.labels). */
 int store_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
 
 /* Calls fn for each facet of kind with its object count (> 0), in byte
- * order of the facet text, until fn returns non-zero. The counts of the
- * newest objects (at most 64) come from their records. */
+ * order of the facet text, until fn returns non-zero. */
 typedef int (*store_facet_fn)(void *arg, const char *facet, size_t len,
 	uint64_t count);
 int store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);
@@ -221,7 +244,8 @@ int store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 /* One recorded event: type and the object as it was (borrowed). */
 typedef int (*store_event_fn)(void *arg, int type, const store_obj *o);
 /* Calls fn for each event with resourceVersion > rv in order. KI_EGONE
- * when events after rv were already trimmed. */
+ * when events after rv were already trimmed (the store keeps at least
+ * store_options.history of them). */
 int store_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
 	void *arg);
 
@@ -239,26 +263,90 @@ int store_token_list(store_txn *t, store_token_fn fn, void *arg);
 /* Number of tokens (0: none configured). */
 int store_token_count(store_txn *t, uint64_t *out);
 
-/* Writes a consistent, compacted copy of the store to fd (a data.mdb file)
- * while writes continue (LMDB's mdb_env_copyfd2 with MDB_CP_COMPACT). */
-int store_backup_fd(store *s, int fd);
+/* store_verify: a problem found, with the id of the object concerned (0:
+ * none) and a description (static text). */
+typedef void (*store_problem_fn)(void *arg, uint64_t id, const char *what);
+/* The caller's own check of an object (its digest recomputed from its
+ * content): 0 when it holds. */
+typedef int (*store_check_fn)(void *arg, const store_obj *o);
+typedef struct store_verify_stats {
+	uint64_t objects;    /* records walked */
+	uint64_t problems;   /* reported to problem() */
+	uint64_t repaired;   /* digest index entries written back */
+} store_verify_stats;
+/* Walks every object: its record must be whole (the backend's own
+ * checksum), its name and natural key must find it, its digest must find
+ * it (or an earlier object with the same content), and check (when not
+ * NULL) must hold; every name must name an object. Each failure goes to
+ * problem. With repair, an object missing from the digest index is put
+ * back (only by the owner of the store: KI_EBUSY while a daemon holds
+ * it). Returns KI_OK when the walk completed, whatever it found. */
+int store_verify(store *s, int repair, store_check_fn check,
+	store_problem_fn problem, void *arg, store_verify_stats *out);
 
-/* Statistics for /metrics. */
-typedef struct store_stats {
-	uint64_t map_size, map_used, page_size, entries;
-	uint64_t log_bytes;     /* redo log written since the last checkpoint */
-	uint64_t checkpoints;   /* taken since open */
-	uint64_t recovered;     /* transactions applied from the log at open */
-} store_stats;
-int store_stat(store *s, store_stats *out);
+/* The committer (or any caller) has seen no write for a while: the
+ * store may do its background work now (the LMDB backend: a checkpoint,
+ * so that a restart has little to apply). */
+int store_idle(store *s);
 
-/* Starts a checkpoint in the background if the redo log holds anything and
- * none is in flight (the committer calls it when idle, so that a restart
- * has little to apply). */
-int store_checkpoint(store *s);
+/* Reports one line through the store's log hook (store_options.log), for
+ * the store's own parts (the group committer). */
+void store_log(const store *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-/* Tests only: closes the store as a crash would leave it, without the
- * final checkpoint, so that the next open recovers from the log. */
-void store_crash(store *s);
+/* ---- group commit ----
+ *
+ * Concurrent write requests share one durable commit, and every answer
+ * waits until the batch is durable: the committer thread runs the queued
+ * jobs in one transaction, then commits it once.
+ *
+ * A job that may fail after it has written (a bulk upload, a stream's
+ * chunk) runs in a child transaction of the batch, so that its failure
+ * leaves the others intact. A job marked rerun runs in the batch's own
+ * transaction, which saves the child's copy of every page it touches; if
+ * it fails after writing, the batch is aborted and run again with every
+ * job in a child transaction. Such a job's fn must therefore give the
+ * same answer when run again from the start. A failed batch is reported
+ * through the store's log hook. */
+
+typedef struct store_job store_job;
+/* The work of one request, run inside txn by the committer. Returns 0 to
+ * keep its writes, anything else to drop them (its answer is already
+ * rendered either way). */
+typedef int (*store_job_fn)(store_txn *txn, void *arg);
+/* Called once the batch holding the job is committed (or failed):
+ * commit_rc is the batch commit's result. */
+typedef void (*store_job_done)(store_job *job, int commit_rc);
+
+struct store_job {
+	store_job_fn fn;
+	void *arg;
+	int rc;                   /* fn's result */
+	int rerun;                /* fn may run in the batch's transaction */
+	store_job_done done;
+	void *cookie;             /* for done: whom to wake */
+	store_job *next;
+};
+
+typedef struct store_committer store_committer;
+
+/* What the committer has done, for /metrics. */
+typedef struct store_commit_stats {
+	uint64_t batches;       /* synced commits */
+	uint64_t jobs;          /* requests they carried */
+	uint64_t redone;        /* batches run again, each job in a child */
+	uint64_t commit_us;     /* time in store_commit (writes and syncs) */
+} store_commit_stats;
+
+/* Starts the committer thread over s. committed(arg, rv) is called after
+ * each batch that wrote something. */
+int store_committer_start(store_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg);
+/* Queues a job; its done() runs on the committer thread. */
+void store_committer_submit(store_committer *c, store_job *job);
+/* A snapshot of the counters (zeros for NULL). */
+void store_committer_stats(store_committer *c, store_commit_stats *out);
+/* Runs what is queued, then stops. */
+void store_committer_stop(store_committer *c);
 
 #endif

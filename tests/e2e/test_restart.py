@@ -11,6 +11,12 @@ SHA-256 is the digest), the same content under another name is the same
 object, and a run naming the protocol's digest resolves it, whether the
 protocol travels in the same bundle or not.
 
+damaged_object_is_refused_and_fsck_reports_it: a byte of a stored
+protocol's spec is flipped in data.mdb while the daemon is stopped: after
+the restart, that object is refused by digest and by name (500, a Status
+saying it is damaged, no immutable caching, a log line), the others are
+served, and kernelindexd fsck reports it and exits 1.
+
 full_disk_is_507_and_logged: a daemon whose data directory is a small tmpfs
 (mounted by the test as root; skipped with the reason otherwise) is written
 until a write fails: the failure is a 507 InsufficientStorage Status, the
@@ -121,6 +127,46 @@ def changed_objects_keep_their_digest_across_a_restart():
            'the protocol resolved for ' + run['metadata']['name'])
     check(d.sanitizer_report() is None, 'no sanitizer report')
     d.stop()
+
+
+@test
+def damaged_object_is_refused_and_fsck_reports_it():
+    d = Daemon().start()
+    dg = {}
+    for name, reps in (('damaged', 1117), ('intact', 1118)):
+        r = d.post(G + '/benchmarkprotocols', proto(name, reps))
+        eq(r.status, 201, 'POST ' + name)
+        dg[name] = r.json()['status']['digest']
+    eq(d.stop(), 0, 'a clean stop')
+    path = os.path.join(d.data_dir, 'data.mdb')
+    with open(path, 'r+b') as f:
+        data = bytearray(f.read())
+        needle = b'"repetitions":1117'
+        at, n = data.find(needle), 0
+        while at >= 0:
+            data[at + len(needle) - 1] ^= 0x02   # 1117 -> 1115
+            n += 1
+            at = data.find(needle, at + 1)
+        check(n > 0, 'the spec is in data.mdb')
+        f.seek(0)
+        f.write(data)
+    d.start()
+    for how in ('/objects/' + dg['damaged'], '/benchmarkprotocols/damaged'):
+        r = d.get(G + how)
+        st = kitest.status_of(r, 500)
+        check('damaged' in st['message'], 'the Status says why: %r' %
+              st['message'])
+        check('immutable' not in (r.headers.get('Cache-Control') or ''),
+              'no immutable caching of a failure')
+    by_digest(d, dg['intact'], 'intact')
+    check('damaged' in d.stderr(), 'the log says the data is damaged')
+    d.stop()
+    p = subprocess.run([kitest.daemon_path(), '--data-dir', d.data_dir,
+                        'fsck'], capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 1, 'fsck of the damaged store: %s %s' % (p.stdout,
+                                                            p.stderr))
+    check('damaged' in p.stdout and '1 problems' in p.stdout,
+          'fsck names the problem: ' + p.stdout)
 
 
 @test

@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz_common.c — helpers shared by the fuzz targets: a
  * throw-away store and the checks that every API response must pass. */
 #include "tests/fuzz/fuzz.h"
+#include "store/lmdb.h"
 
 #include <dirent.h>
 #include <json-c/json.h>
@@ -73,6 +74,7 @@ fuzz_store_open(uint64_t map_size)
 {
 	const char *tmp = getenv("TMPDIR");
 	store_options o;
+	store_lmdb_options lo;
 	char *dir;
 	size_t n;
 	int rc;
@@ -88,10 +90,11 @@ fuzz_store_open(uint64_t map_size)
 	if (mkdtemp(dir) == NULL)
 		fuzz_fail("cannot create a directory under %s", tmp);
 	memset(&o, 0, sizeof(o));
-	o.map_size = map_size;
+	memset(&lo, 0, sizeof(lo));
+	lo.map_size = map_size;
 	o.history = 1000;
 	o.nosync = 1;
-	if ((rc = store_open(&open_store, dir, &o)) != KI_OK)
+	if ((rc = store_lmdb_open(&open_store, dir, &o, &lo)) != KI_OK)
 		fuzz_fail("cannot open a store in %s: %s", dir, ki_strerror(rc));
 	store_dir = dir;
 	atexit(remove_store);

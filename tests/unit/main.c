@@ -96,11 +96,14 @@ main(int argc, char **argv)
 	int (*suites[])(void) = {
 		test_jcs_register,
 		test_store_register,
+		test_store_lmdb_register,
 		test_store_model_register,
 		test_store_integrity_register,
 		test_api_register,
 		test_labels_register,
+		test_series_register,
 		test_encode_register,
+		test_jsonpatch_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
 #endif

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "api/commit.h"
+#include "store/store.h"
 #include "api/jcs.h"
 #include "api/object.h"
 #include "api/parts.h"
@@ -35,7 +35,6 @@ setup(void)
 	store_options o;
 
 	memset(&o, 0, sizeof(o));
-	o.map_size = 64u << 20;
 	o.nosync = 1;
 	o.facets = api_store_facets;
 	if ((dir = tests_tmpdir()) == NULL || store_open(&st, dir, &o) != KI_OK)
@@ -344,7 +343,7 @@ static const char workload_doc[] = "{\"apiVersion\":\"kernelindex.dev/"
 static volatile int job_done;
 
 static void
-on_job_done(api_job *job, int commit_rc)
+on_job_done(store_job *job, int commit_rc)
 {
 	(void)job;
 	(void)commit_rc;
@@ -429,7 +428,7 @@ test_prerendered_writes(void)
 	const api_kind *runs = api_kind_by_id(API_RUN);
 	const api_kind *wls = api_kind_by_id(API_WORKLOAD);
 	api_write_opts dry = { .field_validation = API_FV_WARN, .dry_run = 1 };
-	api_committer *c = NULL;
+	store_committer *c = NULL;
 	struct json_object *o = NULL, *w;
 	char *doc, *a = NULL, *b = NULL, wd[80] = "";
 	size_t len;
@@ -449,7 +448,7 @@ test_prerendered_writes(void)
 	json_object_put(o);
 	api_resp_free(&r);
 
-	CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, st, 0, NULL, NULL), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_committer_start(&c, st, 0, NULL, NULL), KI_OK);
 	/* 1: the same bytes as a render in the write (the dry run's). */
 	doc = seed_run("pre-one", NULL);
 	CU_ASSERT_EQUAL(post(runs, doc, &dry, &r), 201);
@@ -522,7 +521,7 @@ test_prerendered_writes(void)
 	api_resp_free(&r);
 	free(doc);
 	ctx.committer = NULL;
-	api_committer_stop(c);
+	store_committer_stop(c);
 }
 
 
@@ -835,11 +834,11 @@ test_remembered_parts(void)
 	/* 7: the same through the committer, which renders the new protocol
 	 * in the write (a remembered part is not rendered ahead). */
 	{
-		api_committer *c = NULL;
+		store_committer *c = NULL;
 
 		text = remember_new_protocol(b, "Remembered, then rendered ahead.",
 		    "proto-remembered-ahead", "-ahead", dstr);
-		CU_ASSERT_EQUAL_FATAL(api_committer_start(&c, st, 0, NULL, NULL),
+		CU_ASSERT_EQUAL_FATAL(store_committer_start(&c, st, 0, NULL, NULL),
 		    KI_OK);
 		ctx.committer = c;
 		hits = api_part_hits();
@@ -851,7 +850,7 @@ test_remembered_parts(void)
 		CU_ASSERT_PTR_NOT_NULL(strstr(r.body.data, "\"created\":2"));
 		api_resp_free(&r);
 		ctx.committer = NULL;
-		api_committer_stop(c);
+		store_committer_stop(c);
 		free(text);
 		json_object_put(stored_protocol("proto-remembered-ahead", dstr,
 		    "Remembered, then rendered ahead."));

@@ -5,11 +5,14 @@
 
 int test_jcs_register(void);
 int test_store_register(void);
+int test_store_lmdb_register(void);
 int test_store_model_register(void);
 int test_store_integrity_register(void);
 int test_api_register(void);
 int test_labels_register(void);
+int test_series_register(void);
 int test_encode_register(void);
+int test_jsonpatch_register(void);
 int test_liger_register(void);
 int test_gpu_register(void);
 int test_costmodel_register(void);

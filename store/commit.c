@@ -1,6 +1,6 @@
-/* api/commit.c — the committer thread. */
-#include "api/commit.h"
-#include "lib/log.h"
+/* store/commit.c — group commit: the committer thread (see store/store.h),
+ * over any backend of the contract. */
+#include "store/store.h"
 #include "lib/thread.h"
 
 #include <errno.h>
@@ -9,17 +9,17 @@
 #include <string.h>
 #include <time.h>
 
-struct api_committer {
+struct store_committer {
 	store *s;
 	size_t max_batch;
 	void (*committed)(void *arg, uint64_t rv);
 	void *arg;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	api_job *head, *tail;
+	store_job *head, *tail;
 	int stop;
 	pthread_t thread;
-	api_commit_stats stats;   /* atomics */
+	store_commit_stats stats;   /* atomics */
 };
 
 static uint64_t
@@ -35,7 +35,7 @@ mono_us(void)
  * it directly; the others, and every job when the batch is run again, in
  * a child transaction each. */
 static void
-run_batch(api_committer *c, api_job *jobs, size_t njobs)
+run_batch(store_committer *c, store_job *jobs, size_t njobs)
 {
 	store_txn *parent = NULL, *child;
 	int rc, wrote = 0, isolate_all = 0;
@@ -43,7 +43,7 @@ run_batch(api_committer *c, api_job *jobs, size_t njobs)
 
 again:
 	rc = store_begin(c->s, 1, &parent);
-	for (api_job *j = jobs; j != NULL; j = j->next) {
+	for (store_job *j = jobs; j != NULL; j = j->next) {
 		if (rc != KI_OK) {
 			j->rc = rc;
 			continue;
@@ -89,12 +89,12 @@ again:
 	if (rc != KI_OK)
 		/* Every request of the batch is answered with it; the reason
 		 * (a full disk, a damaged store) is the operator's to see. */
-		log_error("commit: a batch of %zu write(s) failed: %s", njobs,
-		    ki_strerror(rc));
+		store_log(c->s, STORE_LOG_ERROR, "commit: a batch of %zu "
+		    "write(s) failed: %s", njobs, ki_strerror(rc));
 	if (rc == KI_OK && wrote && c->committed != NULL)
 		c->committed(c->arg, rv);
 	while (jobs != NULL) {
-		api_job *next = jobs->next;
+		store_job *next = jobs->next;
 
 		/* done() may free the job. */
 		jobs->done(jobs, rc);
@@ -105,25 +105,26 @@ again:
 static void *
 loop(void *arg)
 {
-	api_committer *c = arg;
+	store_committer *c = arg;
 
 	ki_thread_name("ki-committer");
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
-		api_job *batch, *last;
+		store_job *batch, *last;
 		size_t n = 1;
 
 		while (c->head == NULL && !c->stop) {
 			struct timespec ts;
 
-			/* Idle for a second: checkpoint, so that the redo log
-			 * a restart would apply stays short. */
+			/* Idle for a second: the store's background work (a
+			 * checkpoint), so that what a restart would apply
+			 * stays short. */
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;
 			if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) ==
 			    ETIMEDOUT && c->head == NULL && !c->stop) {
 				pthread_mutex_unlock(&c->mu);
-				store_checkpoint(c->s);
+				store_idle(c->s);
 				pthread_mutex_lock(&c->mu);
 			}
 		}
@@ -147,10 +148,10 @@ loop(void *arg)
 }
 
 int
-api_committer_start(api_committer **out, store *s, size_t max_batch,
+store_committer_start(store_committer **out, store *s, size_t max_batch,
 	void (*committed)(void *arg, uint64_t rv), void *arg)
 {
-	api_committer *c = calloc(1, sizeof(*c));
+	store_committer *c = calloc(1, sizeof(*c));
 
 	*out = NULL;
 	if (c == NULL)
@@ -172,7 +173,7 @@ api_committer_start(api_committer **out, store *s, size_t max_batch,
 }
 
 void
-api_committer_submit(api_committer *c, api_job *job)
+store_committer_submit(store_committer *c, store_job *job)
 {
 	job->next = NULL;
 	pthread_mutex_lock(&c->mu);
@@ -186,7 +187,7 @@ api_committer_submit(api_committer *c, api_job *job)
 }
 
 void
-api_committer_stats(api_committer *c, api_commit_stats *out)
+store_committer_stats(store_committer *c, store_commit_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (c == NULL)
@@ -198,7 +199,7 @@ api_committer_stats(api_committer *c, api_commit_stats *out)
 }
 
 void
-api_committer_stop(api_committer *c)
+store_committer_stop(store_committer *c)
 {
 	if (c == NULL)
 		return;
