@@ -268,8 +268,8 @@ async function draw(st, metric, pass, signal) {
   put(els.status, ...status);
 
   // A series per provider and version: the provider's colour and marker on
-  // every page, the newest version solid, older ones dashed.
-  const DASH = [null, '7 3', '2 3', '9 3 2 3', '4 2', '1 2'];
+  // every page; the newest version in its dash, older ones dotted.
+  const DASH = [null, '1 3', '1 6', '3 6', '1 9'];
   const seriesStyle = (key) => {
     const [prov, v] = key.split('\u0000');
     const st0 = styleFor(prov);
