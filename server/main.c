@@ -12,7 +12,6 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
-#include "store/store.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -228,7 +227,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
-	store_committer *committer = NULL;
+	api_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -352,7 +351,7 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
-	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -366,7 +365,7 @@ main(int argc, char **argv)
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
-		store_committer_stop(committer);
+		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		api_store_close(st);
@@ -396,7 +395,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
-	store_committer_stop(committer);
+	api_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	api_store_close(st);
