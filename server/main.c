@@ -12,7 +12,6 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
-#include "store/store.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -310,7 +309,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
-	store_committer *committer = NULL;
+	api_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -434,7 +433,7 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
-	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -449,7 +448,7 @@ main(int argc, char **argv)
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
-		store_committer_stop(committer);
+		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		api_store_close(st);
@@ -479,7 +478,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
-	store_committer_stop(committer);
+	api_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	api_store_close(st);
