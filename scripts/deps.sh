@@ -6,7 +6,7 @@
 set -eu
 pkgs="build-essential autoconf automake libtool pkg-config
 libmicrohttpd-dev libjson-c-dev liblmdb-dev lmdb-utils libssl-dev zlib1g-dev
-libmimalloc-dev libjemalloc-dev
+libmimalloc-dev libjemalloc-dev libsystemd-dev
 libcunit1-dev libcurl4-openssl-dev python3 curl ca-certificates openssl"
 missing=""
 for p in $pkgs; do
