@@ -120,8 +120,25 @@ def manual_names_every_option_and_no_other():
     opts = set(table())
     eq(sorted(opts - named), [], 'options kernelindexd(8) does not describe')
     extra = named - opts - {'config', 'check', 'help', 'version', 'role',
-                            'source', 'prefix', 'description'}
+                            'source', 'prefix', 'description', 'repair'}
     eq(sorted(extra), [], 'options in kernelindexd(8) the daemon lacks')
+
+
+@test
+def manual_names_every_command():
+    rc, out, _ = daemon('--help')
+    cmds = re.findall(r'^(?:usage:)?\s+kernelindexd \[OPTIONS\] ([a-z]+)',
+                      out, re.M)
+    check(len(cmds) >= 2, 'the commands of --help: %r' % cmds)
+    with open(os.path.join(MAN, 'kernelindexd.8')) as f:
+        page = f.read()
+    synopsis = page[page.index('.SH SYNOPSIS'):page.index('.SH DESCRIPTION')]
+    commands = page[page.index('.SH COMMANDS'):page.index('.SH SIGNALS')]
+    for c in cmds:
+        check(re.search(r'^\.B %s\b' % c, synopsis, re.M),
+              'kernelindexd(8) SYNOPSIS lacks ' + c)
+        check(re.search(r'^\.B[IR]? "?%s\b' % c, commands, re.M),
+              'kernelindexd(8) COMMANDS lacks ' + c)
 
 
 @test
