@@ -36,6 +36,11 @@ static const opt opts[] = {
 	{ "listen", T_STRING, F(listen), sizeof(((ki_config *)0)->listen),
 	  "127.0.0.1:8080", 0, 0, "address:port to listen on ([::1]:8080 for "
 	  "IPv6)" },
+	{ "store", T_STRING, F(store), sizeof(((ki_config *)0)->store),
+	  "lmdb", 0, 0, "the store backend (this build's: lmdb)" },
+	{ "etcd-endpoints", T_STRING, F(etcd_endpoints),
+	  sizeof(((ki_config *)0)->etcd_endpoints), "", 0, 0,
+	  "etcd client URLs, comma-separated (store etcd only)" },
 	{ "data-dir", T_STRING, F(data_dir), sizeof(((ki_config *)0)->data_dir),
 	  "./data", 0, 0, "directory of the LMDB store" },
 	{ "static-dir", T_STRING, F(static_dir),
@@ -314,6 +319,16 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 	    &((struct sockaddr_in *)&ss)->sin_addr) != 1) {
 		snprintf(err, errlen, "listen: \"%s\" is not an IPv4 address "
 		    "(write IPv6 as [::1]:8080)", host);
+		return -1;
+	}
+	if (strcmp(cfg->store, "lmdb") != 0) {
+		snprintf(err, errlen, "store: \"%s\" is not available: this "
+		    "build's store backends: lmdb", cfg->store);
+		return -1;
+	}
+	if (cfg->etcd_endpoints[0] != '\0') {
+		snprintf(err, errlen, "etcd-endpoints: only with store etcd "
+		    "(the store is %s)", cfg->store);
 		return -1;
 	}
 	if (cfg->data_dir[0] == '\0') {

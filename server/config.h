@@ -12,6 +12,8 @@
 
 typedef struct ki_config {
 	char listen[256];
+	char store[16];             /* the backend: "lmdb" */
+	char etcd_endpoints[1024];  /* store etcd: client URLs, comma-separated */
 	char data_dir[1024];
 	char static_dir[1024];
 	char log_level[16];
