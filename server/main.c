@@ -459,6 +459,8 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
+	api.more_metrics = verifier_metrics;
+	api.more_metrics_arg = hk.ver;
 	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
