@@ -59,6 +59,7 @@ struct verifier {
 	api_ctx *api;
 	char program[1024];
 	int timeout;
+	int simulated;                  /* KI_REF_SIMULATED_DEVICES, 0: none */
 	pthread_t thread;               /* discovery, then waits for stop */
 	pthread_mutex_t mu;             /* everything below */
 	pthread_cond_t cv;
@@ -108,23 +109,26 @@ child_fd(int fd, int to)
 }
 
 /* The child's environment: the daemon's, with CUDA_VISIBLE_DEVICES set to
- * dev's UUID (for a GPU) and KI_REF_VERIFICATION to vname (when set).
- * Built before fork, since the child may not allocate. Caller frees with
- * free_env(); NULL when out of memory. */
+ * dev's UUID (for a GPU), KI_REF_VERIFICATION to vname (when set) and
+ * KI_REF_SIMULATED_DEVICES to simulated (when > 0). Built before fork,
+ * since the child may not allocate. Caller frees with free_env(); NULL
+ * when out of memory. */
 static char **
-child_env(const vdev *dev, const char *vname)
+child_env(const vdev *dev, const char *vname, int simulated)
 {
 	size_t n = 0, k = 0;
 	char **e;
 
 	while (environ[n] != NULL)
 		n++;
-	if ((e = calloc(n + 3, sizeof(*e))) == NULL)
+	if ((e = calloc(n + 4, sizeof(*e))) == NULL)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		if ((dev != NULL && !dev->pseudo && strncmp(environ[i],
 		    "CUDA_VISIBLE_DEVICES=", 21) == 0) ||
-		    strncmp(environ[i], "KI_REF_VERIFICATION=", 20) == 0)
+		    strncmp(environ[i], "KI_REF_VERIFICATION=", 20) == 0 ||
+		    (simulated > 0 && strncmp(environ[i],
+		    "KI_REF_SIMULATED_DEVICES=", 25) == 0))
 			continue;
 		if ((e[k++] = strdup(environ[i])) == NULL)
 			goto fail;
@@ -134,6 +138,9 @@ child_env(const vdev *dev, const char *vname)
 		goto fail;
 	if (vname != NULL && asprintf(&e[k++], "KI_REF_VERIFICATION=%s",
 	    vname) < 0)
+		goto fail;
+	if (simulated > 0 && asprintf(&e[k++], "KI_REF_SIMULATED_DEVICES=%d",
+	    simulated) < 0)
 		goto fail;
 	return e;
 fail:
@@ -247,7 +254,7 @@ run_child(verifier *v, vdev *dev, const char *arg, const char *vname,
 		    strerror(errno));
 		goto out;
 	}
-	if ((envp = child_env(dev, vname)) == NULL) {
+	if ((envp = child_env(dev, vname, v->simulated)) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
@@ -684,7 +691,6 @@ static void *
 control(void *arg)
 {
 	verifier *v = arg;
-	int stop;
 
 	ki_thread_name("ki-verifier");
 	discover(v);
@@ -699,9 +705,7 @@ control(void *arg)
 	}
 	while (!v->stop)
 		pthread_cond_wait(&v->cv, &v->mu);
-	stop = v->stop;
 	pthread_mutex_unlock(&v->mu);
-	(void)stop;
 	for (int i = 0; i < v->ndev; i++)
 		if (v->devs[i].started)
 			pthread_join(v->devs[i].thread, NULL);
@@ -710,7 +714,7 @@ control(void *arg)
 
 int
 verifier_start(verifier **out, api_ctx *api, const char *program,
-	int timeout)
+	int timeout, int simulated)
 {
 	verifier *v = calloc(1, sizeof(*v));
 
@@ -719,6 +723,7 @@ verifier_start(verifier **out, api_ctx *api, const char *program,
 		return KI_ENOMEM;
 	v->api = api;
 	v->timeout = timeout;
+	v->simulated = simulated;
 	v->lister = -1;
 	snprintf(v->program, sizeof(v->program), "%s", program);
 	pthread_mutex_init(&v->mu, NULL);

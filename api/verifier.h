@@ -9,9 +9,10 @@
 typedef struct verifier verifier;
 
 /* Starts the controller. program is the reference program's path, timeout
- * its limit in seconds. */
+ * its limit in seconds; simulated > 0 has the program present that many
+ * simulated devices (KI_REF_SIMULATED_DEVICES), 0 the host's GPUs. */
 int verifier_start(verifier **out, api_ctx *api, const char *program,
-	int timeout);
+	int timeout, int simulated);
 /* Wakes the controller (after a commit). */
 void verifier_notify(verifier *v);
 /* Appends the pool's metrics (api_ctx.more_metrics; arg is the verifier)

@@ -452,7 +452,8 @@ main(int argc, char **argv)
 	api.committed = committed;
 	api.committed_arg = &hk;
 	api.spill_dir = cfg.data_dir;
-	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout) !=
+	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout,
+	    cfg.verifier_simulated_devices) !=
 	    KI_OK) {
 		log_error("cannot start the verification controller");
 		watch_hub_destroy(hub);

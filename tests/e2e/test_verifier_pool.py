@@ -28,20 +28,25 @@ def uuid(i):
     return 'GPU-5111a7ed-0000-4000-8000-%012d' % i
 
 
-def daemon(n, delay_ms, models=None, fault=None, data_dir=None):
-    """A daemon whose reference program presents n simulated devices; returns
-    (daemon, log path)."""
+def daemon(n, delay_ms, models=None, fault=None, data_dir=None,
+           option=False):
+    """A daemon whose reference program presents n simulated devices (with
+    option, asked by the daemon's verifier-simulated-devices, else by the
+    environment it inherits); returns (daemon, log path)."""
     log = os.path.join(kitest.tempdir('kitest-pool-'), 'ref.log')
-    env = {'KI_REF_SIMULATED_DEVICES': str(n),
-           'KI_REF_SIMULATED_LOG': log,
+    env = {'KI_REF_SIMULATED_LOG': log,
            'KI_REF_SIMULATED_DELAY_MS': str(delay_ms)}
+    args = ['--ref-program', REF, '--ref-timeout', '60']
+    if option:
+        args += ['--verifier-simulated-devices', str(n)]
+    else:
+        env['KI_REF_SIMULATED_DEVICES'] = str(n)
     if models:
         env['KI_REF_SIMULATED_MODELS'] = ','.join(models)
     if fault:
         env['KI_REF_SIMULATED_FAULT'] = fault
     d = kitest.Daemon(data_dir=data_dir, sync=data_dir is not None,
-                      args=['--ref-program', REF, '--ref-timeout', '60'],
-                      env=env)
+                      args=args, env=env)
     return d.start(), log
 
 
@@ -114,7 +119,7 @@ def metric(d, name, **labels):
 
 @test
 def three_devices_measure_three_at_once_never_two_on_one_and_pinned():
-    d, log = daemon(3, 1200)
+    d, log = daemon(3, 1200, option=True)
     eq(d.post(G + '/benchmarkruns', run_bundle('r-one', 'alpha')).status, 201,
        'run')
     names = ['v%d' % i for i in range(9)]
