@@ -625,7 +625,13 @@ slot_loop(void *arg)
 	ki_buf req, out;
 	char name[256], err[512];
 
-	ki_thread_name("ki-verifier");
+	/* top -H tells the slots apart: ki-gpu-INDEX, or ki-verify-host. */
+	if (d->pseudo) {
+		ki_thread_name("ki-verify-host");
+	} else {
+		snprintf(name, sizeof(name), "ki-gpu-%d", d->index);
+		ki_thread_name(name);
+	}
 	ki_buf_init(&req);
 	ki_buf_init(&out);
 	for (;;) {
