@@ -241,6 +241,9 @@ def spec_gpu_picks_the_model_or_ends_unverifiable():
                    ('g-mi300', 'MI300X')]:
         eq(d.post(G + '/verifications', verification(n, 'r-one', gpu)).status,
            201, n)
+    r = d.post(G + '/verifications', verification('g-empty', 'r-one', ''))
+    eq(r.status, 422, 'an empty spec.gpu')
+    check('spec.gpu' in r.body.decode(), r.body[:300])
     sts = wait_all(d, ['g-own', 'g-h100', 'g-any', 'g-mi300'])
     eq(sts['g-own']['device']['name'], A100, 'the run\'s own model')
     eq(sts['g-h100']['device']['name'], H100, 'the model asked for')
