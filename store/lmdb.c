@@ -428,7 +428,7 @@ load_copy(store_txn *t, uint64_t id, void **copy, store_obj *old)
 }
 
 int
-store_put(store_txn *t, store_obj *o)
+lm_put(store_txn *t, store_obj *o)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
 	MDB_val k, v;
@@ -487,7 +487,7 @@ out:
 }
 
 int
-store_delete(store_txn *t, int kind, const char *name, size_t len,
+lm_delete(store_txn *t, int kind, const char *name, size_t len,
 	const store_obj *final)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
@@ -557,7 +557,7 @@ out:
 /* ---- lists ---- */
 
 int
-store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+lm_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	void *arg)
 {
 	uint8_t kb[8];
@@ -603,7 +603,7 @@ count_one(void *arg, const store_obj *o)
 }
 
 int
-store_count(store_txn *t, int kind, uint64_t *out)
+lm_count(store_txn *t, int kind, uint64_t *out)
 {
 	*out = 0;
 	return store_list(t, kind, 0, count_one, out);
@@ -693,7 +693,7 @@ obj_matches(const store_obj *o, const store_term *terms, size_t nterms)
 }
 
 int
-store_list_index(store_txn *t, int kind, const store_term *terms,
+lm_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg)
 {
 	posting *ps = NULL;
@@ -932,7 +932,7 @@ tail_facets_collect(store_txn *t, int kind, tail_facets *tf)
 }
 
 int
-store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
+lm_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
 {
 	uint8_t kb[1];
 	MDB_cursor *c;
@@ -1004,7 +1004,7 @@ tail_referrer(void *arg, uint64_t id)
 }
 
 int
-store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+lm_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_each_fn fn, void *arg)
 {
 	MDB_cursor *c;
@@ -1064,7 +1064,7 @@ event_state(store_txn *t, uint64_t rv, int type, uint64_t id, store_obj *o)
 }
 
 int
-store_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
+lm_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
 {
 	uint8_t kb[8];
 	MDB_cursor *c;

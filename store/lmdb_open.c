@@ -487,6 +487,7 @@ store_lmdb_open(store **out, const char *dir, const store_options *opt,
 		free(s);
 		return KI_ENOMEM;
 	}
+	s->ops = &lm_ops;
 	s->log = opt->log;
 	s->log_arg = opt->log_arg;
 	s->history = opt->history ? opt->history : 100000;
@@ -637,7 +638,7 @@ fail:
 }
 
 int
-store_idle(store *s)
+lm_idle(store *s)
 {
 	MDB_txn *txn;
 	int rc;
@@ -682,7 +683,7 @@ store_lmdb_crash(store *s)
 }
 
 void
-store_close(store *s)
+lm_close(store *s)
 {
 	close_store(s, 0);
 }
@@ -721,7 +722,7 @@ maybe_grow(store *s)
 }
 
 int
-store_begin(store *s, int write, store_txn **out)
+lm_begin(store *s, int write, store_txn **out)
 {
 	store_txn *t;
 	int rc, tight = 0;
@@ -754,7 +755,7 @@ store_begin(store *s, int write, store_txn **out)
 }
 
 int
-store_begin_child(store_txn *parent, store_txn **out)
+lm_begin_child(store_txn *parent, store_txn **out)
 {
 	store_txn *t;
 	int rc;
@@ -854,7 +855,7 @@ commit_logged(store_txn *t)
 
 
 int
-store_commit(store_txn *t)
+lm_commit(store_txn *t)
 {
 	uint64_t txnid;
 	int rc = KI_OK;
@@ -927,7 +928,7 @@ store_commit(store_txn *t)
 }
 
 void
-store_abort(store_txn *t)
+lm_abort(store_txn *t)
 {
 	if (t == NULL)
 		return;
@@ -938,13 +939,13 @@ store_abort(store_txn *t)
 }
 
 uint64_t
-store_rv(store_txn *t)
+lm_rv(store_txn *t)
 {
 	return t->rv;
 }
 
 int
-store_changes(store_txn *t, uint64_t *out)
+lm_changes(store_txn *t, uint64_t *out)
 {
 	int rc;
 
@@ -973,19 +974,19 @@ lm_changes_bump(store_txn *t)
 }
 
 uint64_t
-store_writes(store_txn *t)
+lm_writes(store_txn *t)
 {
 	return t->writes;
 }
 
 uint64_t
-store_next_rv(store_txn *t)
+lm_next_rv(store_txn *t)
 {
 	return t->rv + 1;
 }
 
 uint64_t
-store_oldest_event(store_txn *t)
+lm_oldest_event(store_txn *t)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -1002,3 +1003,37 @@ store_oldest_event(store_txn *t)
 		rv = t->rv - t->s->history + 1;
 	return rv;
 }
+
+const store_ops lm_ops = {
+	.name = "lmdb",
+	.close = lm_close,
+	.begin = lm_begin,
+	.begin_child = lm_begin_child,
+	.commit = lm_commit,
+	.abort = lm_abort,
+	.writes = lm_writes,
+	.changes = lm_changes,
+	.rv = lm_rv,
+	.oldest_event = lm_oldest_event,
+	.get_by_name = lm_get_by_name,
+	.get_by_digest = lm_get_by_digest,
+	.get_by_natkey = lm_get_by_natkey,
+	.get_by_seq = lm_get_by_seq,
+	.next_rv = lm_next_rv,
+	.put = lm_put,
+	.del = lm_delete,
+	.list = lm_list,
+	.count = lm_count,
+	.list_index = lm_list_index,
+	.facets = lm_facets,
+	.each_referrer = lm_each_referrer,
+	.events_since = lm_events_since,
+	.token_put = lm_token_put,
+	.token_get = lm_token_get,
+	.token_delete = lm_token_delete,
+	.token_list = lm_token_list,
+	.token_count = lm_token_count,
+	.verify = lm_verify,
+	.idle = lm_idle,
+	.logline = lm_logline,
+};

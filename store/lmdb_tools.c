@@ -28,7 +28,7 @@ store_lmdb_stat(store *s, store_lmdb_stats *out)
 }
 
 int
-store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+lm_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char *value, size_t len)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
@@ -45,7 +45,7 @@ store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 }
 
 int
-store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+lm_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char **value, size_t *len)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash }, v;
@@ -59,7 +59,7 @@ store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 }
 
 int
-store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
+lm_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
 	int rc;
@@ -74,7 +74,7 @@ store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 }
 
 int
-store_token_list(store_txn *t, store_token_fn fn, void *arg)
+lm_token_list(store_txn *t, store_token_fn fn, void *arg)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -94,7 +94,7 @@ store_token_list(store_txn *t, store_token_fn fn, void *arg)
 }
 
 int
-store_token_count(store_txn *t, uint64_t *out)
+lm_token_count(store_txn *t, uint64_t *out)
 {
 	MDB_stat st;
 	int rc = mdb_stat(t->txn, t->s->token, &st);
@@ -164,7 +164,7 @@ verify_object(verify *v, uint64_t id, const store_obj *o)
 }
 
 int
-store_verify(store *s, int repair, store_check_fn check,
+lm_verify(store *s, int repair, store_check_fn check,
 	store_problem_fn problem, void *arg, store_verify_stats *out)
 {
 	verify v = { NULL, check, problem, arg, out, repair };
