@@ -1,4 +1,4 @@
-/* store/backend.h — how store/store.c reaches a backend: every backend's
+/* store/backend.h — how store/dispatch.c reaches a backend: every backend's
  * store begins with a pointer to its table of operations, and every
  * transaction with a pointer to its store, so that the functions of
  * store/store.h dispatch on either. Only store/ includes it. */

@@ -325,8 +325,11 @@ int lm_keep_version(store_txn *t, uint64_t rv, const store_obj *o,
 	uint64_t now_rv);
 
 /* The backend's side of store/store.h (store/backend.h), in lmdb_open.c,
- * lmdb_young.c, lmdb.c, lmdb_tools.c and lmdb_rec.c (lm_logline). */
-extern const store_ops lm_ops;
+ * lmdb_young.c, lmdb.c, lmdb_tools.c and lmdb_rec.c (lm_logline), named
+ * in lmdb_ops.c's table. */
+/* Opens the store with ops as its table (lmdb_ops.c). */
+int lm_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo, const store_ops *ops);
 void lm_close(store *s);
 int lm_begin(store *s, int write, store_txn **out);
 int lm_begin_child(store_txn *parent, store_txn **out);

@@ -459,14 +459,8 @@ store_free(store *s)
 }
 
 int
-store_open(store **out, const char *dir, const store_options *opt)
-{
-	return store_lmdb_open(out, dir, opt, NULL);
-}
-
-int
-store_lmdb_open(store **out, const char *dir, const store_options *opt,
-	const store_lmdb_options *lo)
+lm_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo, const store_ops *ops)
 {
 	static const store_lmdb_options dflt;
 	uint64_t map_size, map_max;
@@ -487,7 +481,7 @@ store_lmdb_open(store **out, const char *dir, const store_options *opt,
 		free(s);
 		return KI_ENOMEM;
 	}
-	s->ops = &lm_ops;
+	s->ops = ops;
 	s->log = opt->log;
 	s->log_arg = opt->log_arg;
 	s->history = opt->history ? opt->history : 100000;
@@ -1003,37 +997,3 @@ lm_oldest_event(store_txn *t)
 		rv = t->rv - t->s->history + 1;
 	return rv;
 }
-
-const store_ops lm_ops = {
-	.name = "lmdb",
-	.close = lm_close,
-	.begin = lm_begin,
-	.begin_child = lm_begin_child,
-	.commit = lm_commit,
-	.abort = lm_abort,
-	.writes = lm_writes,
-	.changes = lm_changes,
-	.rv = lm_rv,
-	.oldest_event = lm_oldest_event,
-	.get_by_name = lm_get_by_name,
-	.get_by_digest = lm_get_by_digest,
-	.get_by_natkey = lm_get_by_natkey,
-	.get_by_seq = lm_get_by_seq,
-	.next_rv = lm_next_rv,
-	.put = lm_put,
-	.del = lm_delete,
-	.list = lm_list,
-	.count = lm_count,
-	.list_index = lm_list_index,
-	.facets = lm_facets,
-	.each_referrer = lm_each_referrer,
-	.events_since = lm_events_since,
-	.token_put = lm_token_put,
-	.token_get = lm_token_get,
-	.token_delete = lm_token_delete,
-	.token_list = lm_token_list,
-	.token_count = lm_token_count,
-	.verify = lm_verify,
-	.idle = lm_idle,
-	.logline = lm_logline,
-};

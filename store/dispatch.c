@@ -1,4 +1,4 @@
-/* store/store.c — the functions of store/store.h, each handed to the
+/* store/dispatch.c — the functions of store/store.h, each handed to the
  * backend that opened the store (store/backend.h), and what is the same
  * for every backend (ids, the log hook). */
 #include <stdarg.h>
