@@ -1,0 +1,191 @@
+/* tests/unit/test_store_etcd.c — what only the etcd backend has: several
+ * stores (daemons) over one cluster, whose concurrent writes conflict
+ * instead of overwriting each other, and the backup (etcd's snapshot).
+ * Registered when KI_ETCD_ENDPOINTS names a cluster
+ * (tests/etcd/conformance.sh). */
+#include <CUnit/CUnit.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/etcd.h"
+#include "tests/unit/store_tests.h"
+#include "tests/unit/tests.h"
+
+static int
+open_at(store **out, const char *dir)
+{
+	store_etcd_options eo;
+	store_options o = ts_opts();
+	char prefix[512];
+
+	memset(&eo, 0, sizeof(eo));
+	eo.endpoints = getenv("KI_ETCD_ENDPOINTS");
+	snprintf(prefix, sizeof(prefix), "/kitest-etcd%s/", dir);
+	eo.prefix = prefix;
+	return store_etcd_open(out, &eo, &o);
+}
+
+/* Two stores over the same keys: the write that began before the other
+ * committed is refused whole (KI_ECONFLICT), the committed one is kept,
+ * and the refused one succeeds when run again. */
+static void
+test_conflict(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_txn *ta, *tb;
+	store_obj ob;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 1, &ta), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(ta, 1, "from-a", 0xa1, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &tb), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(tb, 1, "from-b", 0xb1, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(tb), 1);
+	CU_ASSERT_EQUAL(store_commit(tb), KI_OK);
+	/* Both took resourceVersion 1: the later commit must not win. */
+	CU_ASSERT_EQUAL(store_commit(ta), KI_ECONFLICT);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &ta), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(ta), 1);
+	CU_ASSERT_EQUAL(store_get_by_name(ta, 1, "from-b", 6, &ob), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(ta, 1, "from-a", 6, &ob),
+	    KI_ENOTFOUND);
+	store_abort(ta);
+	/* Run again, it goes after b's. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 1, &ta), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(ta, 1, "from-a", 0xa1, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(ta), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 0, &tb), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(tb), 2);
+	CU_ASSERT_EQUAL(store_get_by_name(tb, 1, "from-a", 6, &ob), KI_OK);
+	CU_ASSERT_EQUAL(ob.rv, 2);
+	store_abort(tb);
+	/* A token written alone conflicts too: every commit moves the
+	 * counter key. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 1, &ta), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &tb), KI_OK);
+	{
+		uint8_t h[32];
+
+		memset(h, 7, sizeof(h));
+		CU_ASSERT_EQUAL(store_token_put(ta, h, "{}", 2), KI_OK);
+		CU_ASSERT_EQUAL(store_token_put(tb, h, "{\"b\":1}", 7), KI_OK);
+	}
+	CU_ASSERT_EQUAL(store_commit(ta), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(tb), KI_ECONFLICT);
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* A read transaction keeps reading the state it began with while another
+ * store commits. */
+static void
+test_snapshot_isolation(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_txn *r, *w;
+	store_obj ob;
+	uint64_t n;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &r), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &w), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(w, 1, "later", 0x11, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(w), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(r, 1, "later", 5, &ob), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_count(r, 1, &n), KI_OK);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(store_rv(r), 0);
+	store_abort(r);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &r), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(r, 1, "later", 5, &ob), KI_OK);
+	store_abort(r);
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* The backup is etcd's snapshot: a bbolt file (its meta page's magic
+ * 0xED0CDAED at offset 32 of the first page). */
+static void
+test_backup(void)
+{
+	char *dir = tests_tmpdir();
+	char path[1024];
+	store *s;
+	store_txn *t;
+	struct stat st;
+	unsigned char head[64];
+	int fd;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&s, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "kept", 0x21, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	snprintf(path, sizeof(path), "%s/snapshot.db", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(store_etcd_backup_fd(s, fd), KI_OK);
+	close(fd);
+	CU_ASSERT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT(st.st_size >= 4096);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(read(fd, head, sizeof(head)), (ssize_t)sizeof(head));
+	close(fd);
+	/* bbolt's meta: page header (16 bytes), then magic (u32, host order). */
+	CU_ASSERT(head[16] == 0xed && head[17] == 0xda && head[18] == 0x0c &&
+	    head[19] == 0xed);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* No endpoint that answers: the open fails with KI_EIO, nothing leaks. */
+static void
+test_unreachable(void)
+{
+	store_etcd_options eo;
+	store_options o = ts_opts();
+	store *s = NULL;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.endpoints = "http://127.0.0.1:1,http://127.0.0.1:2";
+	eo.timeout_ms = 500;
+	CU_ASSERT_EQUAL(store_etcd_open(&s, &eo, &o), KI_EIO);
+	CU_ASSERT_PTR_NULL(s);
+	eo.endpoints = ",";
+	CU_ASSERT_EQUAL(store_etcd_open(&s, &eo, &o), KI_EINVAL);
+}
+
+int
+test_store_etcd_register(void)
+{
+	const char *ep = getenv("KI_ETCD_ENDPOINTS");
+	CU_pSuite s;
+
+	if (ep == NULL || *ep == '\0')
+		return 0;
+	s = CU_add_suite("store_etcd", NULL, NULL);
+	if (s == NULL ||
+	    CU_add_test(s, "two stores: the later commit of a concurrent write "
+	        "is a conflict, nothing is lost", test_conflict) == NULL ||
+	    CU_add_test(s, "a read sees the state it began with",
+	        test_snapshot_isolation) == NULL ||
+	    CU_add_test(s, "backup is etcd's snapshot (a bbolt file)",
+	        test_backup) == NULL ||
+	    CU_add_test(s, "no endpoint answers: KI_EIO", test_unreachable) ==
+	    NULL)
+		return -1;
+	return 0;
+}
