@@ -12,13 +12,28 @@
 #include "api/service.h"
 #include "lib/ki.h"
 
-/* Opens the store in dir with the API's facet function: map_size bytes of
- * map, growing up to map_max; history events kept for watches; shared:
+/* Where the store is: the backend and its settings (the configuration's
+ * store, data-dir, map-size, map-max, history and etcd-* options). */
+typedef struct api_store_cfg {
+	const char *backend;     /* "lmdb" (NULL too) or "etcd" */
+	const char *dir;         /* lmdb: the store's directory */
+	uint64_t map_size, map_max;
+	uint64_t history;        /* events kept for watches */
+	/* etcd: client URLs, key prefix, TLS files, user and the file of its
+	 * password ("" or NULL: none). */
+	const char *etcd_endpoints, *etcd_prefix;
+	const char *etcd_cacert, *etcd_cert, *etcd_key;
+	const char *etcd_user, *etcd_password_file;
+} api_store_cfg;
+
+/* Opens the store c names with the API's facet function: LMDB's in
+ * c->dir (map_size bytes of map, growing up to map_max) or etcd's; shared:
  * another process (a running daemon) may have it open (the admin
  * commands); nosync: commits are not synced (tests). Returns KI_OK with
- * *out, which the caller closes with api_store_close(). */
-int api_store_open(store **out, const char *dir, uint64_t map_size,
-	uint64_t map_max, uint64_t history, int shared, int nosync);
+ * *out, which the caller closes with api_store_close(). KI_EIO when the
+ * etcd password file cannot be read. */
+int api_store_open(store **out, const api_store_cfg *c, int shared,
+	int nosync);
 void api_store_close(store *st);
 
 /* Checks every object of st and the indexes that find it (store_verify),

@@ -48,6 +48,32 @@ committed(void *arg, uint64_t rv)
 		verifier_notify(h->ver);
 }
 
+/* Where the store is, for messages: its directory or etcd's endpoints. */
+static const char *
+store_where(const ki_config *cfg)
+{
+	return strcmp(cfg->store, "etcd") == 0 ? cfg->etcd_endpoints :
+	    cfg->data_dir;
+}
+
+/* Opens the store the configuration names (api_store_open). */
+static int
+open_store(const ki_config *cfg, int shared, int nosync, store **st)
+{
+	api_store_cfg c = {
+		.backend = cfg->store, .dir = cfg->data_dir,
+		.map_size = cfg->map_size, .map_max = cfg->map_max,
+		.history = cfg->history,
+		.etcd_endpoints = cfg->etcd_endpoints,
+		.etcd_prefix = cfg->etcd_prefix, .etcd_cacert = cfg->etcd_cacert,
+		.etcd_cert = cfg->etcd_cert, .etcd_key = cfg->etcd_key,
+		.etcd_user = cfg->etcd_user,
+		.etcd_password_file = cfg->etcd_password_file,
+	};
+
+	return api_store_open(st, &c, shared, nosync);
+}
+
 /* kernelindexd [options] token create|list|revoke …: manages tokens in the
  * store of --data-dir, while the daemon runs or not. */
 static int
@@ -78,10 +104,9 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
-	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
+	if ((rc = open_store(cfg, 1, 0, &st)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
-		    cfg->data_dir, ki_strerror(rc));
+		    store_where(cfg), ki_strerror(rc));
 		return 1;
 	}
 	if (strcmp(argv[0], "create") == 0) {
@@ -141,10 +166,9 @@ backup_command(const ki_config *cfg, int argc, char **argv)
 		fprintf(stderr, "usage: kernelindexd [--data-dir DIR] backup FILE\n");
 		return 2;
 	}
-	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
-	    cfg->map_max, cfg->history, 1, 0)) != KI_OK) {
+	if ((rc = open_store(cfg, 1, 0, &st)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
-		    cfg->data_dir, ki_strerror(rc));
+		    store_where(cfg), ki_strerror(rc));
 		return 1;
 	}
 	rc = api_backup_file(st, argv[0], &bytes, &err);
@@ -177,10 +201,9 @@ fsck_command(const ki_config *cfg, int argc, char **argv)
 		    "[--repair]\n");
 		return 2;
 	}
-	if ((rc = api_store_open(&st, cfg->data_dir, cfg->map_size,
-	    cfg->map_max, cfg->history, !repair, 0)) != KI_OK) {
+	if ((rc = open_store(cfg, !repair, 0, &st)) != KI_OK) {
 		fprintf(stderr, "kernelindexd fsck: cannot open the store in %s: "
-		    "%s%s\n", cfg->data_dir, ki_strerror(rc), rc == KI_EBUSY ?
+		    "%s%s\n", store_where(cfg), ki_strerror(rc), rc == KI_EBUSY ?
 		    " (--repair needs the daemon stopped)" : "");
 		return 1;
 	}
@@ -323,9 +346,8 @@ main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	if ((rc = api_store_open(&st, cfg.data_dir, cfg.map_size, cfg.map_max,
-	    cfg.history, 0, !cfg.sync)) != KI_OK) {
-		log_error("cannot open the store in %s: %s", cfg.data_dir,
+	if ((rc = open_store(&cfg, 0, !cfg.sync, &st)) != KI_OK) {
+		log_error("cannot open the store in %s: %s", store_where(&cfg),
 		    ki_strerror(rc));
 		return 1;
 	}
@@ -372,8 +394,9 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
-	log_info("kernelindexd %s listening on %s (port %u), store %s%s",
-	    PACKAGE_VERSION, cfg.listen, http_port(hs), cfg.data_dir,
+	log_info("kernelindexd %s listening on %s (port %u), store %s %s%s",
+	    PACKAGE_VERSION, cfg.listen, http_port(hs), cfg.store,
+	    store_where(&cfg),
 	    cfg.sync ? "" : " (sync off: a crash can lose acknowledged writes)");
 	{
 		uint64_t ntok = 0;

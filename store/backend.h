@@ -65,7 +65,4 @@ typedef struct store_txn_head {
 	store *s;
 } store_txn_head;
 
-/* The backend's name of s ("lmdb", "etcd"). */
-const char *store_backend_name(const store *s);
-
 #endif

@@ -138,6 +138,9 @@ typedef struct store_obj {
  * owns the store; free with store_close(). */
 int store_open(store **out, const char *dir, const store_options *opt);
 void store_close(store *s);
+/* The backend that opened s: "lmdb" (store_open, store/lmdb.h) or "etcd"
+ * (store/etcd.h); what only one backend has is asked of it alone. */
+const char *store_backend_name(const store *s);
 
 /* Begins a transaction. A write transaction excludes other writers until it
  * ends. Free with store_commit() or store_abort(). KI_ENOSPC, KI_EFULL or
