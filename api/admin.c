@@ -115,6 +115,21 @@ api_store_close(store *st)
 	store_close(st);
 }
 
+int
+api_store_follow(store *st, void (*fn)(void *arg, uint64_t rv), void *arg)
+{
+	if (strcmp(store_backend_name(st), "etcd") != 0)
+		return KI_OK;
+	return store_etcd_follow(st, fn, arg);
+}
+
+void
+api_store_unfollow(store *st)
+{
+	if (strcmp(store_backend_name(st), "etcd") == 0)
+		store_etcd_unfollow(st);
+}
+
 /* fsck: 0 when o's digest is the SHA-256 of its canonical content. */
 static int
 fsck_digest(void *arg, const store_obj *o)

@@ -35,6 +35,13 @@ typedef struct api_store_cfg {
 int api_store_open(store **out, const api_store_cfg *c, int shared,
 	int nosync);
 void api_store_close(store *st);
+/* For a store that other daemons write too (etcd): calls fn(arg, rv) from
+ * a thread of the store's whenever any daemon's commit moves the
+ * resourceVersion, until api_store_unfollow(). Nothing for LMDB, whose
+ * only writer is this daemon. */
+int api_store_follow(store *st, void (*fn)(void *arg, uint64_t rv),
+	void *arg);
+void api_store_unfollow(store *st);
 
 /* Checks every object of st and the indexes that find it (store_verify),
  * its digest recomputed from its content as the by-digest endpoint serves

@@ -382,12 +382,23 @@ main(int argc, char **argv)
 		return 1;
 	}
 	api.committer = committer;
+	/* Other daemons over the same etcd commit too: their writes wake this
+	 * one's watchers as its own do. */
+	if (api_store_follow(st, committed, &hk) != KI_OK) {
+		log_error("cannot follow the store's commits");
+		store_committer_stop(committer);
+		verifier_stop(hk.ver);
+		watch_hub_destroy(hub);
+		api_store_close(st);
+		return 1;
+	}
 	rt.api = &api;
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
+		api_store_unfollow(st);
 		store_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -419,6 +430,7 @@ main(int argc, char **argv)
 	}
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
+	api_store_unfollow(st);
 	store_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);

@@ -591,6 +591,7 @@ et_close(store *s)
 {
 	et_store *e = (et_store *)(void *)s;
 
+	et_follow_stop(e);
 	et_http_close(e);
 	free(e->prefix);
 	pthread_mutex_destroy(&e->mu);
@@ -679,4 +680,24 @@ store_etcd_backup_fd(store *s, int fd)
 	if (e->head.ops != &et_ops)
 		return KI_EINVAL;
 	return et_snapshot(e, fd);
+}
+
+int
+store_etcd_follow(store *s, void (*fn)(void *arg, uint64_t rv), void *arg)
+{
+	et_store *e = (et_store *)(void *)s;
+	char key[512];
+
+	if (e->head.ops != &et_ops)
+		return KI_EINVAL;
+	return et_follow_start(e, key, et_key(e, key, 'm', "rv", 2), fn, arg);
+}
+
+void
+store_etcd_unfollow(store *s)
+{
+	et_store *e = (et_store *)(void *)s;
+
+	if (e->head.ops == &et_ops)
+		et_follow_stop(e);
 }

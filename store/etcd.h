@@ -38,4 +38,16 @@ int store_etcd_open(store **out, const store_etcd_options *eo,
  * takes) to fd. */
 int store_etcd_backup_fd(store *s, int fd);
 
+/* Calls fn(arg, rv) from a thread of the store's each time a commit of
+ * any process moves the store's resourceVersion to rv (etcd's watch of
+ * the counter key, resumed from the next revision when the stream ends),
+ * until store_close(): so that a daemon's watchers hear of the writes
+ * other daemons commit. One follower per store; KI_EINVAL for a second
+ * or for a store of another backend. */
+int store_etcd_follow(store *s, void (*fn)(void *arg, uint64_t rv),
+	void *arg);
+/* Stops the follower (before what its fn reaches goes away); store_close
+ * stops it too. Nothing for a store of another backend. */
+void store_etcd_unfollow(store *s);
+
 #endif

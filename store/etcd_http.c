@@ -491,3 +491,197 @@ et_snapshot(et_store *e, int fd)
 	et_conn_put(e, c);
 	return rc;
 }
+
+/* ---- following the counter key (/v3/watch) ---- */
+
+struct et_follow {
+	et_store *e;
+	pthread_t thread;
+	int stop;                /* under e->mu */
+	void (*fn)(void *arg, uint64_t rv);
+	void *arg;
+	char *key;               /* P m/rv */
+	size_t klen;
+	int64_t next_rev;        /* resume from this etcd revision (0: now) */
+	json_tokener *tok;
+};
+
+static int
+follow_stopped(et_follow *f)
+{
+	int stop;
+
+	pthread_mutex_lock(&f->e->mu);
+	stop = f->stop;
+	pthread_mutex_unlock(&f->e->mu);
+	return stop;
+}
+
+static int
+on_follow_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
+	curl_off_t d)
+{
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return follow_stopped(arg);
+}
+
+static uint64_t
+be64(const char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | (uint8_t)p[i];
+	return v;
+}
+
+/* One message of the watch stream: each event's value is the new
+ * resourceVersion. */
+static void
+follow_message(et_follow *f, json_object *o)
+{
+	json_object *res, *evs;
+
+	if (!json_object_object_get_ex(o, "result", &res))
+		return;
+	if (et_int(res, "compact_revision") > 0) {
+		/* The revision to resume from is compacted: go on from now. */
+		f->next_rev = 0;
+		return;
+	}
+	if (!json_object_object_get_ex(res, "events", &evs))
+		return;
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		json_object *kv;
+		char *v = NULL;
+		size_t vl = 0;
+
+		if (!json_object_object_get_ex(json_object_array_get_idx(evs, i),
+		    "kv", &kv))
+			continue;
+		f->next_rev = et_int(kv, "mod_revision") + 1;
+		if (et_unb64(kv, "value", &v, &vl) == KI_OK && vl == 8)
+			f->fn(f->arg, be64(v));
+		free(v);
+	}
+}
+
+static size_t
+on_follow(char *p, size_t size, size_t n, void *arg)
+{
+	et_follow *f = arg;
+	size_t len = size * n, at = 0;
+
+	while (at < len) {
+		json_object *o;
+
+		while (at < len && (p[at] == '\n' || p[at] == '\r' || p[at] == ' '))
+			at++;
+		if (at == len)
+			break;
+		o = json_tokener_parse_ex(f->tok, p + at, (int)(len - at));
+		if (o == NULL) {
+			if (json_tokener_get_error(f->tok) == json_tokener_continue)
+				return len;
+			return 0;
+		}
+		at += json_tokener_get_parse_end(f->tok);
+		json_tokener_reset(f->tok);
+		follow_message(f, o);
+		json_object_put(o);
+	}
+	return len;
+}
+
+static void *
+follow_loop(void *arg)
+{
+	et_follow *f = arg;
+	et_store *e = f->e;
+
+	while (!follow_stopped(f)) {
+		et_conn *c = et_conn_get(e);
+		ki_buf b;
+		long status = 0;
+
+		if (c == NULL)
+			break;
+		ki_buf_init(&b);
+		ki_buf_puts(&b, "{\"create_request\":{\"key\":");
+		et_b64(&b, f->key, f->klen);
+		if (f->next_rev > 0)
+			ki_buf_printf(&b, ",\"start_revision\":\"%lld\"",
+			    (long long)f->next_rev);
+		ki_buf_puts(&b, "}}");
+		json_tokener_reset(f->tok);
+		if (!b.oom && conn_headers(e, c) == KI_OK) {
+			curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_follow);
+			curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, f);
+			curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 0L);
+			curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+			curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION,
+			    on_follow_progress);
+			curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, f);
+			(void)post_once(e, c, "/v3/watch", b.data, b.len, &status);
+		}
+		ki_buf_free(&b);
+		/* The handle's settings are the stream's: not for the pool. */
+		conn_free(c);
+		/* The stream ended (a member went away): resume from the next
+		 * revision after a pause. */
+		for (int i = 0; i < 10 && !follow_stopped(f); i++)
+			usleep(50000);
+	}
+	return NULL;
+}
+
+int
+et_follow_start(et_store *e, const char *key, size_t klen,
+	void (*fn)(void *arg, uint64_t rv), void *arg)
+{
+	et_follow *f;
+
+	if (e->follow != NULL)
+		return KI_EINVAL;
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return KI_ENOMEM;
+	f->e = e;
+	f->fn = fn;
+	f->arg = arg;
+	if ((f->key = malloc(klen)) == NULL ||
+	    (f->tok = json_tokener_new()) == NULL) {
+		free(f->key);
+		free(f);
+		return KI_ENOMEM;
+	}
+	memcpy(f->key, key, klen);
+	f->klen = klen;
+	if (pthread_create(&f->thread, NULL, follow_loop, f) != 0) {
+		json_tokener_free(f->tok);
+		free(f->key);
+		free(f);
+		return KI_ENOMEM;
+	}
+	e->follow = f;
+	return KI_OK;
+}
+
+void
+et_follow_stop(et_store *e)
+{
+	et_follow *f = e->follow;
+
+	if (f == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	f->stop = 1;
+	pthread_mutex_unlock(&e->mu);
+	pthread_join(f->thread, NULL);
+	json_tokener_free(f->tok);
+	free(f->key);
+	free(f);
+	e->follow = NULL;
+}

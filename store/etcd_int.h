@@ -67,8 +67,11 @@ typedef struct et_conn {
 	struct et_conn *next;
 } et_conn;
 
+typedef struct et_follow et_follow;
+
 typedef struct et_store {
 	store_head head;        /* first: see store/backend.h */
+	et_follow *follow;      /* store_etcd_follow's thread, or NULL */
 	char **endpoints;
 	size_t nendpoints, cur;  /* cur: the endpoint that answered last */
 	char *prefix;
@@ -156,6 +159,11 @@ int et_unb64(json_object *o, const char *name, char **out, size_t *len);
 int64_t et_int(json_object *o, const char *name);
 /* Streams /v3/maintenance/snapshot to fd. */
 int et_snapshot(et_store *e, int fd);
+/* Starts the thread that watches key (/v3/watch) and calls fn with each
+ * new value (a u64); et_follow_stop ends it (store_close). */
+int et_follow_start(et_store *e, const char *key, size_t klen,
+	void (*fn)(void *arg, uint64_t rv), void *arg);
+void et_follow_stop(et_store *e);
 
 /* etcd_txn.c */
 /* The key prefix + part + rest (n bytes) into buf (at least

@@ -5,6 +5,7 @@
  * (tests/etcd/conformance.sh). */
 #include <CUnit/CUnit.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,71 @@ test_backup(void)
 	free(dir);
 }
 
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+on_rv(void *arg, uint64_t rv)
+{
+	uint64_t *seen = arg;
+
+	pthread_mutex_lock(&seen_mu);
+	if (rv > *seen)
+		*seen = rv;
+	pthread_mutex_unlock(&seen_mu);
+}
+
+/* Waits up to 10 s for *seen to reach want. */
+static uint64_t
+wait_seen(uint64_t *seen, uint64_t want)
+{
+	uint64_t got = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		pthread_mutex_lock(&seen_mu);
+		got = *seen;
+		pthread_mutex_unlock(&seen_mu);
+		if (got >= want)
+			break;
+		usleep(10000);
+	}
+	return got;
+}
+
+/* A store that follows hears of the commits another store makes. */
+static void
+test_follow(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_txn *t;
+	uint64_t seen = 0;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_etcd_follow(a, on_rv, &seen), KI_OK);
+	CU_ASSERT_EQUAL(store_etcd_follow(a, on_rv, &seen), KI_EINVAL);
+	/* The watch is being set up: commit until it has seen one. */
+	for (int i = 0; i < 50 && wait_seen(&seen, 1) == 0; i++) {
+		CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &t), KI_OK);
+		CU_ASSERT_EQUAL(ts_put(t, 1, "first", 0x31, NULL, NULL, 0), KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	CU_ASSERT(wait_seen(&seen, 1) >= 1);
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "second", 0x32, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "third", 0x33, NULL, NULL, 0), KI_OK);
+	{
+		uint64_t want = store_rv(t);
+
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		CU_ASSERT_EQUAL(wait_seen(&seen, want), want);
+	}
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* No endpoint that answers: the open fails with KI_EIO, nothing leaks. */
 static void
 test_unreachable(void)
@@ -184,6 +250,8 @@ test_store_etcd_register(void)
 	        test_snapshot_isolation) == NULL ||
 	    CU_add_test(s, "backup is etcd's snapshot (a bbolt file)",
 	        test_backup) == NULL ||
+	    CU_add_test(s, "a following store hears of another's commits",
+	        test_follow) == NULL ||
 	    CU_add_test(s, "no endpoint answers: KI_EIO", test_unreachable) ==
 	    NULL)
 		return -1;
