@@ -1,14 +1,15 @@
 #!/bin/sh
 # tests/etcd/e2e.sh — end-to-end suites with every daemon over etcd: starts
-# a loopback etcd (start.sh), runs each test named (default: the e2e
-# suites that start the daemon through tests/e2e/kitest.py) with
+# a loopback etcd (start.sh), runs each test named (a path under
+# tests/e2e; default: two daemons over one etcd, test_replicas.py, and
+# the e2e suites that start the daemon through tests/e2e/kitest.py) with
 # KI_ETCD_ENDPOINTS set, so that kitest adds --store etcd, and stops etcd
 # by its PID. Takes the environment make check gives the e2e tests
 # (KI_DAEMON, KI_DATA_DIR, KI_SRCDIR). Exit status: the number of suites
 # that failed (77 when etcd is not installed).
 set -u
-tests=${*:-test_api.py test_api_server.py test_features.py test_http.py \
-test_restart.py test_kubectl.py}
+tests=${*:-../etcd/test_replicas.py test_api.py test_api_server.py \
+test_features.py test_http.py test_restart.py test_kubectl.py}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 line=$("$here/start.sh")
