@@ -19,6 +19,7 @@
 #include "api/labels.h"
 #include "api/object.h"
 #include "api/parts.h"
+#include "api/threshold.h"
 #include "lib/log.h"
 #include "store/etcd.h"
 #include "store/lmdb.h"
@@ -354,6 +355,8 @@ void
 api_metrics(api_ctx *ctx, ki_buf *b)
 {
 	store_lmdb_stats ss;
+
+	api_threshold_metrics(b);
 
 	{
 		static const char *const paths[API_LIST_PATHS] = { "name", "index",

@@ -229,3 +229,16 @@ api_create_submit(api_ctx *ctx, api_resp *r, store_job_done done, void *cookie)
 	r->job = NULL;
 	store_committer_submit(ctx->committer, &j->job);
 }
+
+int
+api_committer_start(api_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg)
+{
+	return store_committer_start(out, s, max_batch, committed, arg);
+}
+
+void
+api_committer_stop(api_committer *c)
+{
+	store_committer_stop(c);
+}

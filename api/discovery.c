@@ -82,6 +82,10 @@ api_discovery_resources(api_resp *r)
 		    id > 1 ? "," : "", k->plural, k->singular, k->kind,
 		    k->short_name);
 	}
+	/* Answered and not stored, as SelfSubjectAccessReview: create only. */
+	ki_buf_puts(b, ",{\"name\":\"comparisons\",\"singularName\":"
+	    "\"comparison\",\"namespaced\":false,\"kind\":\"Comparison\","
+	    "\"verbs\":[\"create\"],\"shortNames\":[\"kcmp\"]}");
 	ki_buf_puts(b, "]}");
 	r->code = 200;
 }

@@ -35,6 +35,12 @@ static const api_kind kinds[API_NKINDS] = {
 	  "kver", "VerificationList", NULL, NULL, 0, api_schema_verification,
 	  "Verification asks the server to re-measure one run with its "
 	  "reference kernel; the server fills its status." },
+	{ API_THRESHOLD, "Threshold", "thresholds", "threshold", "kth",
+	  "ThresholdList", NULL, NULL, 0, api_schema_threshold,
+	  "Threshold judges each run that arrives in a series its selector "
+	  "covers against that series' history (a percentage, z-score or IQR "
+	  "test over a window, with a minimum sample): a regressing run gets "
+	  "a Regressed condition and the label regression=true." },
 };
 
 const api_kind *

@@ -143,6 +143,15 @@ op(ki_buf *b, const char *method, const api_kind *k, const char *verb,
 	    k->kind);
 }
 
+/* Comparison is answered and not stored: created only, and no kind of the
+ * table (api/kinds.c). */
+static const api_kind comparison_kind = { 0, "Comparison", "comparisons",
+	"comparison", "kcmp", NULL, NULL, NULL, 0, api_schema_comparison,
+	"Comparison pairs the runs of a baseline and a candidate label "
+	"selector by series and answers each pair's ratio with its interval, "
+	"the regressions and improvements beyond a threshold and a summary; "
+	"it is answered at once and not stored." };
+
 /* ---- the status the server writes, for `kubectl explain KIND.status` ----
  * Descriptions only: clients never send a status (it is server-owned). */
 
@@ -153,8 +162,8 @@ op(ki_buf *b, const char *method, const api_kind *k, const char *verb,
 #define END { NULL, 0, 0, NULL, NULL, 0, NULL }
 
 static const api_field st_condition[] = {
-	S("type", "DigestsVerified, Plausible (runs); Complete, Verified, "
-	    "Failed (verifications)."),
+	S("type", "DigestsVerified, Plausible, Regressed (runs); Complete, "
+	    "Verified, Failed (verifications); Regressed (comparisons)."),
 	S("status", "True, False or Unknown."),
 	S("reason", "Why, in one CamelCase word."),
 	S("message", "Why, for people."),
@@ -200,6 +209,26 @@ static const api_field st_run_verification[] = {
 	S("gpu", "Where the reference ran."),
 	END
 };
+/* Members described in their text, their fields kept as they come. */
+static const api_field st_open[] = { END };
+static const api_field st_judgement[] = {
+	O("", st_open, "One Threshold's judgement: threshold, test, limit, "
+	    "window, minSample, sample, judged, regressed, value, baseline "
+	    "(median and runs), changePercent, zScore or fence."),
+	END
+};
+static const api_field st_comparison[] = {
+	O("summary", st_open, "pairs, regressions, improvements, unchanged, "
+	    "baselineOnly, candidateOnly, excludedImplausible, "
+	    "thresholdPercent, geomeanRatio, regressed."),
+	{ "conditions", API_T_ARRAY, 0, NULL, st_conditions, 0,
+	  "Regressed: True when a pair regressed beyond the threshold." },
+	{ "pairs", API_T_ARRAY, 0, NULL, st_judgement, 0,
+	  "Each paired series: series, baseline, candidate, ratio, interval, "
+	  "changePercent, verdict (Regression, Improvement or Unchanged), "
+	  "confident." },
+	END
+};
 static const api_field st_run[] = {
 	{ "conditions", API_T_ARRAY, 0, NULL, st_conditions, 0,
 	  "DigestsVerified (every reference resolved) and Plausible." },
@@ -210,6 +239,9 @@ static const api_field st_run[] = {
 	    "limits."),
 	O("verification", st_run_verification, "The outcome of the last "
 	    "Verification of this run."),
+	{ "thresholds", API_T_ARRAY, 0, NULL, st_judgement, 0,
+	  "The Thresholds that judged this run as it arrived (with a "
+	  "Regressed condition)." },
 	END
 };
 static const api_field st_ns[] = { N("", "Nanoseconds."), END };
@@ -243,9 +275,10 @@ status_of(ki_buf *b, const api_kind *k)
 {
 	size_t at = b->len;
 
-	object_of(b, k->id == API_RUN ? st_run : k->id == API_VERIFICATION ?
-	    st_verification : st_other, "Owned by the server: clients never "
-	    "write it.");
+	object_of(b, k == &comparison_kind ? st_comparison : k->id == API_RUN ?
+	    st_run : k->id == API_VERIFICATION ? st_verification : st_other,
+	    k == &comparison_kind ? "The answer (docs/regressions.md)." :
+	    "Owned by the server: clients never write it.");
 	if (b->len > at && !b->oom) {
 		b->len--;     /* the closing brace */
 		ki_buf_puts(b, ",\"x-kubernetes-preserve-unknown-fields\":true}");
@@ -288,9 +321,12 @@ build(void)
 		op(&doc, "delete", k, "delete", 0, 0);
 		ki_buf_puts(&doc, "}");
 	}
-	ki_buf_puts(&doc, "},\"components\":{\"schemas\":{");
-	for (int id = 1; id <= API_NKINDS; id++) {
-		const api_kind *k = api_kind_by_id(id);
+	ki_buf_puts(&doc, ",\"" API_PREFIX "/comparisons\":{");
+	op(&doc, "post", &comparison_kind, "create", 1, 1);
+	ki_buf_puts(&doc, "}},\"components\":{\"schemas\":{");
+	for (int id = 1; id <= API_NKINDS + 1; id++) {
+		const api_kind *k = id <= API_NKINDS ? api_kind_by_id(id) :
+		    &comparison_kind;
 
 		ki_buf_printf(&doc, "%s\"dev.kernelindex.v1alpha1.%s\":{"
 		    "\"type\":\"object\",\"description\":", id > 1 ? "," : "",
@@ -306,7 +342,8 @@ build(void)
 		ki_buf_puts(&doc, "\"},\"metadata\":");
 		ki_buf_puts(&doc, meta_schema);
 		ki_buf_puts(&doc, ",\"spec\":");
-		object_of(&doc, k->spec, "What the document says; immutable.");
+		object_of(&doc, k->spec, k == &comparison_kind ? "What to compare." :
+		    "What the document says; immutable.");
 		ki_buf_puts(&doc, ",\"status\":");
 		status_of(&doc, k);
 		ki_buf_puts(&doc, "}}");

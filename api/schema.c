@@ -1,4 +1,4 @@
-/* api/schema.c — spec schemas of the six kinds and the schema walker. */
+/* api/schema.c — spec schemas of the seven kinds and the schema walker. */
 #include "api/schema.h"
 
 #include <math.h>
@@ -236,6 +236,67 @@ const api_field api_schema_implementation[] = {
 const api_field api_schema_verification[] = {
 	{ "runName", API_T_STRING, API_F_REQUIRED | API_F_DNSNAME, NULL, NULL,
 	  253, "The BenchmarkRun to re-measure." },
+	{ NULL, 0, 0, NULL, NULL, 0, NULL },
+};
+
+/* ---- Threshold ---- */
+
+static const char *const threshold_tests[] = { "percentage", "zscore", "iqr",
+	NULL };
+static const char *const threshold_directions[] = { "auto", "increase",
+	"decrease", NULL };
+
+const api_field api_schema_threshold[] = {
+	{ "selector", API_T_STRING, 0, NULL, NULL, 1024,
+	  "A label selector of the runs it judges (empty: every run), e.g. "
+	  "provider=liger,gpu=h100-80gb-hbm3." },
+	{ "test", API_T_STRING, API_F_REQUIRED, threshold_tests, NULL, 0,
+	  "percentage: the run's median against the median of the window; "
+	  "zscore: standard deviations from the window's mean; iqr: beyond "
+	  "the window's quartiles by limit interquartile ranges." },
+	{ "limit", API_T_NUMBER, API_F_NONNEG, NULL, NULL, 0,
+	  "How far is too far: percent (default 5), standard deviations "
+	  "(default 3) or IQR multiples (default 1.5)." },
+	{ "window", API_T_INTEGER, 0, NULL, NULL, 0,
+	  "How many of the series' earlier runs (by version, then time) the "
+	  "test reads: 1 to 1000, default 10." },
+	{ "minSample", API_T_INTEGER, 0, NULL, NULL, 0,
+	  "Fewer earlier runs than this leave the run unjudged "
+	  "(Regressed=Unknown, InsufficientHistory): default 1 for "
+	  "percentage, 5 for zscore and iqr." },
+	{ "direction", API_T_STRING, 0, threshold_directions, NULL, 0,
+	  "Which way is worse: auto (by the metric: a rise of latency or "
+	  "memory, a fall of bandwidth or throughput), increase or "
+	  "decrease." },
+	{ "versionLabel", API_T_STRING, 0, NULL, NULL, 317,
+	  "The label that orders a series by version (default liger_version, "
+	  "then version)." },
+	{ NULL, 0, 0, NULL, NULL, 0, NULL },
+};
+
+/* ---- Comparison (answered, not stored: api/compare.c) ---- */
+
+static const api_field comparison_side[] = {
+	{ "labelSelector", API_T_STRING, API_F_REQUIRED, NULL, NULL, 1024,
+	  "The runs of this side, e.g. liger_version=0.2.1." },
+	{ NULL, 0, 0, NULL, NULL, 0, NULL },
+};
+
+const api_field api_schema_comparison[] = {
+	{ "baseline", API_T_OBJECT, API_F_REQUIRED, NULL, comparison_side, 0,
+	  "The runs compared against." },
+	{ "candidate", API_T_OBJECT, API_F_REQUIRED, NULL, comparison_side, 0,
+	  "The runs judged." },
+	{ "labelSelector", API_T_STRING, 0, NULL, NULL, 1024,
+	  "Narrows both sides, e.g. gpu=h100-sxm5-80gb." },
+	{ "thresholdPercent", API_T_NUMBER, API_F_NONNEG, NULL, NULL, 0,
+	  "A pair worse by more than this is a regression, better by more an "
+	  "improvement (default 5)." },
+	{ "versionLabel", API_T_STRING, 0, NULL, NULL, 317,
+	  "The label that orders a series by version (default liger_version, "
+	  "then version)." },
+	{ "includeImplausible", API_T_BOOL, 0, NULL, NULL, 0,
+	  "Runs flagged Implausible take part (default false)." },
 	{ NULL, 0, 0, NULL, NULL, 0, NULL },
 };
 

@@ -48,6 +48,10 @@ extern const api_field api_schema_environment[];
 extern const api_field api_schema_workload[];
 extern const api_field api_schema_implementation[];
 extern const api_field api_schema_verification[];
+extern const api_field api_schema_threshold[];
+/* A Comparison's spec, for the OpenAPI document only (api/compare.c
+ * checks a Comparison). */
+extern const api_field api_schema_comparison[];
 
 /* How unknown fields are treated: the fieldValidation query parameter. */
 enum api_field_validation {

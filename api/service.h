@@ -15,8 +15,20 @@
 #include "lib/limits.h"
 #include "store/store.h"
 
-struct store_committer;
-struct store_job;
+/* Group commit (see store/store.h): the committer and a request's job,
+ * by the names server/ uses, so that it includes no store/ header. A job's
+ * cookie is the caller's, for its done(). */
+typedef struct store_committer api_committer;
+typedef struct store_job api_job;
+typedef void (*api_job_done)(api_job *job, int commit_rc);
+
+/* Starts the committer thread over s: at most max_batch jobs (0: 256) share
+ * a durable commit; committed(arg, rv) is called after each batch that
+ * wrote something. Stop it with api_committer_stop(). */
+int api_committer_start(api_committer **out, store *s, size_t max_batch,
+	void (*committed)(void *arg, uint64_t rv), void *arg);
+/* Runs what is queued, stops the thread and frees c (NULL: nothing). */
+void api_committer_stop(api_committer *c);
 
 /* How lists were served, for /metrics: counted with atomic adds. */
 enum { API_LIST_BY_NAME, API_LIST_BY_INDEX, API_LIST_BY_RANGE,
@@ -31,7 +43,7 @@ typedef struct api_ctx {
 	store *st;
 	/* Group commit: when set, durable creates are queued to it and their
 	 * answer comes with the batch's commit (see api_resp.job). */
-	struct store_committer *committer;
+	api_committer *committer;
 	const ki_limits *lim;
 	double (*now)(void);               /* seconds since the epoch */
 	/* Called after each commit that advanced the resourceVersion. */
@@ -63,10 +75,10 @@ typedef struct api_resp {
 	char location[512];                /* the path of the object created */
 	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
 	size_t nwarnings;
-	/* Set by an operation that waits for a group commit: the caller sets
-	 * job->done and job->cookie, hands it to store_committer_submit(), and
+	/* Set by an operation that waits for a group commit: the caller
+	 * hands it to api_create_submit() with its done() and cookie, and
 	 * answers with this response once done() has run. */
-	struct store_job *job;
+	api_job *job;
 	/* What the answer was made from, freed with it (by api_resp_free): the
 	 * thread that answers frees it, not the committer. */
 	void (*release)(void *arg);
@@ -151,8 +163,8 @@ void api_create(api_ctx *ctx, const api_kind *coll, const char *body,
 /* Hands r->job (left by api_create) to the committer; done(job, rc) runs
  * on the committer's thread once r holds the final answer (cookie is
  * job->cookie). */
-void api_create_submit(api_ctx *ctx, api_resp *r,
-	void (*done)(struct store_job *job, int commit_rc), void *cookie);
+void api_create_submit(api_ctx *ctx, api_resp *r, api_job_done done,
+	void *cookie);
 
 /* A streamed NDJSON upload (not atomic, not a dry run): lines are read as
  * the body arrives and written in chunks, each chunk one job of the group
@@ -169,15 +181,15 @@ api_stream *api_stream_open(api_ctx *ctx, const api_write_opts *opt);
 /* Takes the next len bytes of the body. *job is a chunk ready to write, or
  * NULL. */
 void api_stream_feed(api_stream *s, const char *data, size_t len,
-	struct store_job **job);
+	api_job **job);
 /* The body is complete: *job is the next chunk to write, or NULL when all
  * is written. */
-void api_stream_end(api_stream *s, struct store_job **job);
+void api_stream_end(api_stream *s, api_job **job);
 /* Writes job (from feed or end) in a group commit, or at once when the
  * context has no committer; done(job, rc) runs after, on the committer's
  * thread (or this one). */
-void api_stream_submit(api_stream *s, struct store_job *job,
-	void (*done)(struct store_job *job, int commit_rc), void *cookie);
+void api_stream_submit(api_stream *s, api_job *job, api_job_done done,
+	void *cookie);
 /* Has a chunk failed whole (the store full, a commit failed)? The rest of
  * the body is then read and dropped; the answer says why. */
 int api_stream_failed(const api_stream *s);

@@ -67,4 +67,12 @@ void not_found(api_resp *r, const api_kind *k, const char *name, size_t len);
 int refresh_referrers(api_ctx *ctx, store_txn *txn,
 	const uint8_t digest[API_DIGEST_LEN]);
 
+/* Runs the query q over kind k in id order after the id `after`, driven
+ * by the cheapest access path (stored in *path, enum API_LIST_BY_*); fn
+ * still checks every requirement (api_query_match). q->labels and
+ * q->fields must be set (empty selectors select everything). Returns as
+ * store_list(). */
+int api_query_run(store_txn *txn, const api_kind *k, const api_query *q,
+	uint64_t after, store_each_fn fn, void *arg, int *path);
+
 #endif

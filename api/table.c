@@ -59,6 +59,15 @@ static const column verif_cols[] = {
 	{ "Age", "string", "", 0 }, { NULL, NULL, NULL, 0 },
 };
 
+static const column threshold_cols[] = {
+	{ "Name", "string", "", 0 },
+	{ "Selector", "string", "The runs it judges.", 0 },
+	{ "Test", "string", "percentage, zscore or iqr.", 0 },
+	{ "Limit", "string", "", 0 }, { "Window", "string", "", 0 },
+	{ "Min Sample", "string", "", 1 }, { "Age", "string", "", 0 },
+	{ NULL, NULL, NULL, 0 },
+};
+
 static const column *
 columns(const api_kind *k)
 {
@@ -68,6 +77,7 @@ columns(const api_kind *k)
 	case API_ENVIRONMENT: return env_cols;
 	case API_WORKLOAD: return workload_cols;
 	case API_IMPLEMENTATION: return impl_cols;
+	case API_THRESHOLD: return threshold_cols;
 	default: return verif_cols;
 	}
 }
@@ -364,6 +374,20 @@ api_table_row(ki_buf *out, const api_kind *k, const store_obj *o,
 		cell_text(out, age.data);
 		cell_text(out, dg);
 		break;
+	case API_THRESHOLD: {
+		const char *const nums[] = { "limit", "window", "minSample" };
+
+		cell_str(out, path(spec, "selector", NULL, NULL));
+		cell_str(out, path(spec, "test", NULL, NULL));
+		for (size_t i = 0; i < 3; i++) {
+			struct json_object *v = path(spec, nums[i], NULL, NULL);
+
+			cell_text(out, v != NULL ? json_object_get_string(v) :
+			    "default");
+		}
+		cell_text(out, age.data);
+		break;
+	}
 	default:
 		cell_str(out, path(spec, "runName", NULL, NULL));
 		cell_str(out, path(status, "phase", NULL, NULL));

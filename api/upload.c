@@ -13,6 +13,7 @@
 #include "api/parts.h"
 #include "api/runstatus.h"
 #include "api/table.h"
+#include "api/threshold.h"
 
 /* ---- upload elements ---- */
 
@@ -156,8 +157,18 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 	char p[64];
 
 	if (!allow_bundle || !is_bundle(v)) {
+		struct json_object *spec = NULL;
+
 		api_doc_prepare(&e->docs[0], v, prefix, expect, &e->st, &e->unk);
 		e->ndocs = 1;
+		/* What a Threshold's schema cannot say (api/threshold.c). */
+		if (e->docs[0].kind != NULL &&
+		    e->docs[0].kind->id == API_THRESHOLD &&
+		    json_object_object_get_ex(v, "spec", &spec) &&
+		    json_object_is_type(spec, json_type_object)) {
+			snprintf(p, sizeof(p), "%s%sspec", prefix, *prefix ? "." : "");
+			api_validate_threshold(spec, p, &e->st);
+		}
 		goto out;
 	}
 	json_object_object_foreach(v, key, val) {
@@ -531,6 +542,8 @@ kept_status(const stored_copy *c)
 	if (kept != NULL && json_object_object_get(old, "verification") != NULL)
 		json_object_object_add(kept, "verification", json_object_get(
 		    json_object_object_get(old, "verification")));
+	if (kept != NULL)
+		api_threshold_keep(old, kept);
 	json_object_put(old);
 	return kept;
 }
@@ -541,6 +554,23 @@ stored_copy_put(api_ctx *ctx, store_txn *txn, stored_copy *c,
 {
 	struct json_object *kept = extra == NULL ? kept_status(c) : NULL;
 	int rc;
+
+	/* A run's judgement by Thresholds stays whatever else is written. */
+	if (extra != NULL && c->kind->id == API_RUN &&
+	    json_object_object_get(extra, "thresholds") == NULL) {
+		struct json_object *old = api_json_parse_len(c->status.data,
+		    c->status.len);
+
+		if (old != NULL && json_object_object_get(old, "thresholds") !=
+		    NULL && (kept = json_object_new_object()) != NULL) {
+			json_object_object_foreach(extra, key, val)
+				json_object_object_add(kept, key, json_object_get(val));
+			api_threshold_keep(old, kept);
+			extra = NULL;
+		}
+		if (old != NULL)
+			json_object_put(old);
+	}
 
 	rc = store_object(ctx, txn, c->kind, c->meta, c->spec.data,
 	    c->spec.len, NULL, c->digest, (const uint8_t *)c->refs.data,
@@ -844,9 +874,11 @@ static int
 put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 {
 	struct json_object *doc_meta = NULL, *meta, *extra = NULL;
-	int rc;
+	int rc, judged = d->kind->id == API_RUN && api_threshold_any(txn);
 
-	if (d->pre != NULL && memcmp(d->pre->ref_ids, d->ref_ids,
+	/* A run a Threshold may judge is rendered here, with its series'
+	 * history as this transaction sees it. */
+	if (!judged && d->pre != NULL && memcmp(d->pre->ref_ids, d->ref_ids,
 	    sizeof(d->ref_ids)) == 0) {
 		/* What the rendering read is what the store holds now. */
 		if ((rc = put_prerendered(txn, d->pre)) != KI_OK)
@@ -863,6 +895,12 @@ put_doc(api_ctx *ctx, store_txn *txn, api_doc *d)
 		if (extra != NULL)
 			json_object_object_add(extra, "phase",
 			    json_object_new_string("Pending"));
+	}
+	if (judged && (rc = api_threshold_judge(txn, json_object_object_get(
+	    d->obj, "spec"), d->refs[0], d->nrefs, d->name, meta, &extra,
+	    ctx->now())) != KI_OK) {
+		json_object_put(meta);
+		return rc;
 	}
 	rc = store_object(ctx, txn, d->kind, meta, d->canon.data + d->spec_off,
 	    d->spec_len, json_object_object_get(d->obj, "spec"), d->digest,
@@ -1227,6 +1265,14 @@ admit_element(element *e, const api_write_opts *opt, api_resp *r)
 			    "spec"), "sourceNative"), "source"));
 		if (!api_may_write_object(opt->who, d->name,
 		    d->kind->id == API_RUN ? (src ? src : "") : NULL, &e->st)) {
+			api_status_details(&e->st, d->kind->kind, d->name);
+			e->failed = 1;
+		} else if (d->kind->id == API_THRESHOLD &&
+		    opt->who->source[0] != '\0') {
+			/* A Threshold labels every source's arriving runs. */
+			api_status_fail(&e->st, 403, "Forbidden", "this token is "
+			    "limited to the runs of \"%s\", and a Threshold judges "
+			    "every source's runs", opt->who->source);
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
 		} else if (d->kind->id == API_VERIFICATION &&

@@ -91,6 +91,8 @@ int cli_cmd_export(cli *c, int argc, char **argv);
 int cli_cmd_get(cli *c, int argc, char **argv);
 int cli_cmd_list(cli *c, int argc, char **argv);
 int cli_cmd_watch(cli *c, int argc, char **argv);
+/* cli/compare.c: exits 1 when the comparison found a regression. */
+int cli_cmd_compare(cli *c, int argc, char **argv);
 
 /* ---- bulk upload (cli/upload.c) -------------------------------------- */
 

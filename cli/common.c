@@ -19,6 +19,7 @@ static const cli_kind kinds[] = {
 	{ "Workload", "workloads", "workload", "kwl" },
 	{ "Implementation", "implementations", "implementation", "kimpl" },
 	{ "Verification", "verifications", "verification", "kver" },
+	{ "Threshold", "thresholds", "threshold", "kth" },
 };
 
 const cli_kind *

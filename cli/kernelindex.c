@@ -24,10 +24,13 @@ static const char usage_text[] =
 "  watch KIND [-l SELECTOR] [-o json]\n"
 "  import liger FILE [--batch N] [--atomic] [--dry-run [-o ndjson]]\n"
 "  export liger [-o FILE]\n"
+"  compare --baseline SELECTOR --candidate SELECTOR [--threshold 5%]\n"
+"          [-l SELECTOR] [-o table|markdown|json|csv]   exit 1: regressed\n"
 "\n"
 "KIND: benchmarkruns (kbr), benchmarkprotocols (kbp),\n"
 "  executionenvironments (kee), workloads (kwl), implementations (kimpl),\n"
-"  verifications (kver); singular names and Kinds work too.\n"
+"  verifications (kver), thresholds (kth); singular names and Kinds work\n"
+"  too.\n"
 "\n"
 "The server comes from --server or KERNELINDEX_SERVER (default "
 CLI_DEFAULT_SERVER "),\n"
@@ -633,6 +636,8 @@ main(int argc, char **argv)
 		rc = cli_cmd_import(&c, nargs - 1, args + 1);
 	else if (strcmp(cmd, "export") == 0)
 		rc = cli_cmd_export(&c, nargs - 1, args + 1);
+	else if (strcmp(cmd, "compare") == 0)
+		rc = cli_cmd_compare(&c, nargs - 1, args + 1);
 	else
 		rc = usage(&c, "unknown command");
 	cli_http_free(c.http);

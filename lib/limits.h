@@ -18,6 +18,9 @@
 #define KI_MAX_URL 8192                               /* path + query */
 #define KI_MAX_NAME 253                               /* metadata.name */
 #define KI_MAX_LABELS 64
+/* Runs one comparison side, leaderboard, series list or Threshold history
+ * reads into memory (about 400 bytes each). */
+#define KI_MAX_SERIES_RUNS 250000
 
 typedef struct ki_limits {
 	size_t max_body;

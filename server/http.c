@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/store.h"
 #include "lib/log.h"
 #include "server/encode.h"
 #include "lib/thread.h"
@@ -476,7 +475,7 @@ headers:
 
 /* The group commit holding this request finished: wake its connection. */
 static void
-commit_done(struct store_job *job, int commit_rc)
+commit_done(api_job *job, int commit_rc)
 {
 	req_ctx *rq = job->cookie;
 
@@ -487,7 +486,7 @@ commit_done(struct store_job *job, int commit_rc)
 
 /* Suspends the connection until the stream's chunk job is committed. */
 static void
-stream_wait(http_server *s, req_ctx *rq, store_job *job)
+stream_wait(http_server *s, req_ctx *rq, api_job *job)
 {
 	(void)s;
 	rq->waiting = 1;
@@ -759,7 +758,7 @@ take_body(http_server *s, req_ctx *rq, const char *data, size_t len)
 	if (rq->ct != NULL)
 		__atomic_add_fetch(&rq->ct->body_bytes, len, __ATOMIC_RELAXED);
 	if (rq->stream != NULL) {
-		store_job *job = NULL;
+		api_job *job = NULL;
 
 		/* Called again after a chunk's commit woke us. */
 		rq->waiting = 0;
@@ -850,7 +849,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			goto answer;
 	}
 	if (rq->stream != NULL) {
-		store_job *job = NULL;
+		api_job *job = NULL;
 
 		api_stream_end(rq->stream, &job);
 		if (job != NULL) {

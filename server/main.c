@@ -12,7 +12,6 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
-#include "store/store.h"
 #include "api/labels.h"
 #include "api/service.h"
 #include <openssl/crypto.h>
@@ -22,6 +21,88 @@
 #include "server/router.h"
 #include "api/verifier.h"
 #include "server/watch.h"
+
+#ifndef KI_STATIC_DIR
+#define KI_STATIC_DIR "static"
+#endif
+
+/* Whether dir holds the page (its index.html). */
+static int
+static_has_page(const char *dir)
+{
+	char path[1200];
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/index.html", dir) >=
+	    sizeof(path))
+		return 0;
+	return access(path, R_OK) == 0;
+}
+
+/* Finds the web page's files. A --static-dir that holds index.html is kept.
+ * Where none was named (the installed default), the page is looked for
+ * beside the executable (a build tree: BUILD/static, or the source tree's
+ * static/ two folders up from build/asan) and in the source tree the build
+ * was configured from. The outcome, and every place looked at, is logged;
+ * dir (size n) is rewritten to the folder found. Returns 1 when found. */
+static int
+static_dir_find(char *dir, size_t n)
+{
+	char exe[1024], tried[4096], cand[1200];
+	const char *rel[] = { "static", "../static", "../../static",
+	    "../share/kernelindex/static" };
+	size_t used = 0;
+	ssize_t len;
+	int found = 0;
+
+	tried[0] = '\0';
+	if (static_has_page(dir)) {
+		log_info("web page served from %s", dir);
+		return 1;
+	}
+	used += (size_t)snprintf(tried + used, sizeof(tried) - used, "%s", dir);
+	if (strcmp(dir, KI_STATIC_DIR) == 0) {
+		len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (len > 0) {
+			char *slash;
+
+			exe[len] = '\0';
+			slash = strrchr(exe, '/');
+			if (slash != NULL)
+				*slash = '\0';
+			for (size_t i = 0; !found && len > 0 &&
+			    i < sizeof(rel) / sizeof(rel[0]); i++) {
+				if ((size_t)snprintf(cand, sizeof(cand), "%s/%s", exe,
+				    rel[i]) >= sizeof(cand))
+					continue;
+				if (static_has_page(cand))
+					found = 1;
+				else if (used < sizeof(tried))
+					used += (size_t)snprintf(tried + used,
+					    sizeof(tried) - used, ", %s", cand);
+			}
+		}
+#ifdef KI_SOURCE_DIR
+		if (!found && (size_t)snprintf(cand, sizeof(cand), "%s/static",
+		    KI_SOURCE_DIR) < sizeof(cand)) {
+			if (static_has_page(cand))
+				found = 1;
+			else if (used < sizeof(tried))
+				used += (size_t)snprintf(tried + used,
+				    sizeof(tried) - used, ", %s", cand);
+		}
+#endif
+	}
+	if (found && strlen(cand) < n) {
+		log_info("web page served from %s (no index.html in %s)", cand,
+		    dir);
+		memcpy(dir, cand, strlen(cand) + 1);
+		return 1;
+	}
+	log_warn("the web page was not found (looked for index.html in %s): "
+	    "the API is served, GET / answers 404; point the daemon at the "
+	    "page's folder with --static-dir", tried);
+	return 0;
+}
 
 static double
 wall_now(void)
@@ -251,7 +332,7 @@ main(int argc, char **argv)
 	http_server *hs = NULL;
 	watch_hub *hub = NULL;
 	hooks hk = { NULL, NULL };
-	store_committer *committer = NULL;
+	api_committer *committer = NULL;
 	server_metrics metrics;
 	api_ctx api;
 	router rt;
@@ -374,7 +455,7 @@ main(int argc, char **argv)
 		api_store_close(st);
 		return 1;
 	}
-	if (store_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
+	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
@@ -386,20 +467,21 @@ main(int argc, char **argv)
 	 * one's watchers as its own do. */
 	if (api_store_follow(st, committed, &hk) != KI_OK) {
 		log_error("cannot follow the store's commits");
-		store_committer_stop(committer);
+		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		api_store_close(st);
 		return 1;
 	}
 	rt.api = &api;
+	static_dir_find(cfg.static_dir, sizeof(cfg.static_dir));
 	rt.static_dir = cfg.static_dir;
 	rt.metrics = &metrics;
 	rt.anonymous_reads = cfg.anonymous_reads;
 	if (http_start(&hs, &cfg, &rt, hub) != KI_OK) {
 		log_error("cannot listen on %s", cfg.listen);
 		api_store_unfollow(st);
-		store_committer_stop(committer);
+		api_committer_stop(committer);
 		verifier_stop(hk.ver);
 		watch_hub_destroy(hub);
 		api_store_close(st);
@@ -431,7 +513,7 @@ main(int argc, char **argv)
 	log_info("signal %d: stopping", sig);
 	http_stop(hs);
 	api_store_unfollow(st);
-	store_committer_stop(committer);
+	api_committer_stop(committer);
 	verifier_stop(hk.ver);
 	watch_hub_destroy(hub);
 	api_store_close(st);

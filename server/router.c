@@ -12,6 +12,7 @@
 
 #include "api/admin.h"
 #include "api/auth.h"
+#include "api/compare.h"
 #include "api/options.h"
 #include "api/review.h"
 #include "api/table.h"
@@ -248,6 +249,105 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	*watch = p;
 }
 
+/* Does the request ask for CSV (format=csv, or Accept: text/csv)? -1
+ * after filling r when format names something else. */
+static int
+wants_csv(const http_req *req, api_resp *r)
+{
+	const char *f = req->arg(req->cls, "format");
+	const char *a = req->header(req->cls, "Accept");
+
+	if (f != NULL && *f != '\0') {
+		if (strcmp(f, "csv") == 0)
+			return 1;
+		if (strcmp(f, "json") == 0)
+			return 0;
+		api_resp_fail(r, 400, "BadRequest", "format", "invalid format "
+		    "\"%.32s\": use csv or json", f);
+		return -1;
+	}
+	return a != NULL && strstr(a, "text/csv") != NULL &&
+	    strstr(a, "application/json") == NULL;
+}
+
+/* comparisons (POST a Comparison, or GET with its selectors as query
+ * parameters), leaderboard and series (GET): answers from the stored runs,
+ * which reading them is enough for. Returns 1 when rest was one of
+ * them. */
+static int
+analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
+{
+	int csv, implausible;
+
+	if (strcmp(rest, "comparisons") != 0 && strcmp(rest, "leaderboard") != 0 &&
+	    strcmp(rest, "series") != 0)
+		return 0;
+	if ((csv = wants_csv(req, r)) < 0)
+		return 1;
+	if (strcmp(rest, "comparisons") == 0 &&
+	    strcmp(req->method, "POST") == 0) {
+		char mt[128];
+
+		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+		if (mt[0] != '\0' && strcmp(mt, "application/json") != 0 &&
+		    strcmp(mt, "application/x-www-form-urlencoded") != 0) {
+			fail(r, 415, "UnsupportedMediaType", "a Comparison is sent "
+			    "as application/json, not \"%.64s\"", mt);
+			return 1;
+		}
+		api_compare_post(rt->api, req->body, req->body_len, csv, r);
+		return 1;
+	}
+	if (strcmp(req->method, "GET") != 0) {
+		method_not_allowed(r, req->method, strcmp(rest, "comparisons") ==
+		    0 ? "GET, HEAD, POST" : ALLOW_READ);
+		return 1;
+	}
+	if (bool_arg(req, "includeImplausible", &implausible, r) < 0)
+		return 1;
+	if (strcmp(rest, "series") == 0) {
+		if (csv) {
+			api_runs_csv(rt->api, req->arg(req->cls, "labelSelector"),
+			    req->arg(req->cls, "versionLabel"), r);
+			return 1;
+		}
+		api_series(rt->api, req->arg(req->cls, "labelSelector"),
+		    req->arg(req->cls, "versionLabel"), implausible, r);
+		return 1;
+	}
+	if (strcmp(rest, "leaderboard") == 0) {
+		api_leaderboard(rt->api, req->arg(req->cls, "gpu"),
+		    req->arg(req->cls, "labelSelector"), req->arg(req->cls,
+		    "versionLabel"), implausible, csv, r);
+		return 1;
+	}
+	{
+		api_compare_spec s;
+		const char *t = req->arg(req->cls, "thresholdPercent");
+		char *end = NULL;
+
+		memset(&s, 0, sizeof(s));
+		s.baseline = req->arg(req->cls, "baseline");
+		s.candidate = req->arg(req->cls, "candidate");
+		s.common = req->arg(req->cls, "labelSelector");
+		s.version_label = req->arg(req->cls, "versionLabel");
+		s.include_implausible = implausible;
+		s.threshold_pct = API_COMPARE_DEFAULT_THRESHOLD;
+		if (t != NULL && *t != '\0') {
+			s.threshold_pct = strtod(t, &end);
+			if (*end != '\0' || !(s.threshold_pct >= 0 &&
+			    s.threshold_pct < 1000)) {
+				api_resp_fail(r, 400, "BadRequest", "thresholdPercent",
+				    "invalid thresholdPercent \"%.32s\": a number of "
+				    "percent from 0 to 1000", t);
+				return 1;
+			}
+		}
+		api_compare_get(rt->api, &s, csv, r);
+	}
+	return 1;
+}
+
 static void
 collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	watch_params **watch)
@@ -263,6 +363,17 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		if (w) {
 			start_watch(k, req, r, watch);
 			return;
+		}
+		if (k->id == API_RUN) {
+			int csv = wants_csv(req, r);
+
+			if (csv != 0) {
+				if (csv > 0)
+					api_runs_csv(rt->api, req->arg(req->cls,
+					    "labelSelector"), req->arg(req->cls,
+					    "versionLabel"), r);
+				return;
+			}
 		}
 		memset(&lo, 0, sizeof(lo));
 		lo.table = wants_table(req);
@@ -749,6 +860,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 			api_facets(rt->api, req->arg(req->cls, "labelSelector"), r);
 			return;
 		}
+		if (analysis(rt, rest, req, r))
+			return;
 		if (strncmp(rest, "objects/", 8) == 0) {
 			if (strcmp(req->method, "GET") != 0 &&
 			    strcmp(req->method, "HEAD") != 0) {

@@ -1,5 +1,5 @@
-/* store/lmdb.c — the LMDB backend of store/store.h: writes, lists and
- * events (the layout is described in store/lmdb_int.h). */
+/* store/lmdb.c — the LMDB backend of store/store.h: writes, lists, events
+ * and tokens (the layout is described in store/lmdb_int.h). */
 #define _GNU_SOURCE /* memmem, pthread_rwlockattr_setkind_np, sync_file_range */
 #include "store/lmdb_int.h"
 
@@ -407,6 +407,35 @@ put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
 	}
 	mdb_cursor_close(c);
 	return rc == 0 || rc == MDB_NOTFOUND ? KI_OK : lm_map_rc(rc);
+}
+
+int
+lm_changes(store_txn *t, uint64_t *out)
+{
+	int rc;
+
+	if (!t->changes_read) {
+		if ((rc = lm_meta_get_u64(t->txn, t->s->meta, "changes",
+		    &t->changes)) != KI_OK)
+			return rc;
+		t->changes_read = 1;
+	}
+	*out = t->changes;
+	return KI_OK;
+}
+
+/* Counts an object replaced or deleted by t. */
+int
+lm_changes_bump(store_txn *t)
+{
+	uint64_t n;
+	int rc;
+
+	if ((rc = store_changes(t, &n)) != KI_OK)
+		return rc;
+	t->changes = n + 1;
+	t->changes_moved = 1;
+	return KI_OK;
 }
 
 /* Copies the current state of id, whole, into *copy (caller frees) and
@@ -1040,6 +1069,25 @@ lm_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 }
 
 /* ---- events ---- */
+uint64_t
+lm_oldest_event(store_txn *t)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	uint64_t rv = 0;
+
+	if (mdb_cursor_open(t->txn, t->s->event, &c) != 0)
+		return 0;
+	if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 8)
+		rv = lm_get_be64(k.mv_data);
+	mdb_cursor_close(c);
+	/* Events older than the history wait for the next trim, and their
+	 * superseded states are not kept (lm_keep_version): they are gone. */
+	if (rv != 0 && t->rv > t->s->history && rv <= t->rv - t->s->history)
+		rv = t->rv - t->s->history + 1;
+	return rv;
+}
+
 
 /* Finds the state event rv of type names for object id: its current
  * record when that is still the one rv wrote, else the kept version. */
@@ -1098,4 +1146,82 @@ lm_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
 out:
 	mdb_cursor_close(c);
 	return rc;
+}
+
+/* ---- tokens ---- */
+
+int
+lm_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char *value, size_t len)
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
+	MDB_val v = { len, (void *)(uintptr_t)value };
+	int rc;
+
+	if (!t->write)
+		return KI_EINVAL;
+	t->writes++;
+	t->dirty = 1;
+	if ((rc = lm_map_rc(mdb_put(t->txn, t->s->token, &k, &v, 0))) != KI_OK)
+		return rc;
+	return lm_log_token(t, OP_TOKEN_PUT, hash, value, len);
+}
+
+int
+lm_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+	const char **value, size_t *len)
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash }, v;
+	int rc = mdb_get(t->txn, t->s->token, &k, &v);
+
+	if (rc != 0)
+		return lm_map_rc(rc);
+	*value = v.mv_data;
+	*len = v.mv_size;
+	return KI_OK;
+}
+
+int
+lm_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
+{
+	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
+	int rc;
+
+	if (!t->write)
+		return KI_EINVAL;
+	t->writes++;
+	t->dirty = 1;
+	if ((rc = lm_map_rc(mdb_del(t->txn, t->s->token, &k, NULL))) != KI_OK)
+		return rc;
+	return lm_log_token(t, OP_TOKEN_DELETE, hash, NULL, 0);
+}
+
+int
+lm_token_list(store_txn *t, store_token_fn fn, void *arg)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+	int rc;
+
+	if ((rc = mdb_cursor_open(t->txn, t->s->token, &c)) != 0)
+		return lm_map_rc(rc);
+	rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	while (rc == 0) {
+		if (k.mv_size == STORE_DIGEST_LEN &&
+		    (rc = fn(arg, k.mv_data, v.mv_data, v.mv_size)) != 0)
+			break;
+		rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	mdb_cursor_close(c);
+	return rc == MDB_NOTFOUND || rc == 0 ? KI_OK : rc > 0 ? lm_map_rc(rc) : rc;
+}
+
+int
+lm_token_count(store_txn *t, uint64_t *out)
+{
+	MDB_stat st;
+	int rc = mdb_stat(t->txn, t->s->token, &st);
+
+	*out = rc == 0 ? st.ms_entries : 0;
+	return lm_map_rc(rc);
 }

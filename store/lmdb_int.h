@@ -1,9 +1,10 @@
-/* store/lmdb_int.h — the LMDB backend's internals, shared by its files:
- * lmdb_rec.c (records, their checksum, helpers), lmdb_open.c (open, close,
- * transactions, the redo log, checkpoints), lmdb_young.c (reads, the digest
- * index), lmdb.c (writes, lists, events) and lmdb_tools.c (statistics,
- * tokens, backup, verification, format conversions). Nothing outside
- * store/ includes it.
+/* store/lmdb_int.h — the LMDB backend's internals, shared by its files,
+ * each calling only the files before it: lmdb_rec.c (records, their
+ * checksum, the redo log's operations, helpers), lmdb_young.c (reads, the
+ * digest index), lmdb.c (writes, lists, events, tokens), lmdb_open.c
+ * (open, format conversions, close, transactions, the redo log,
+ * checkpoints) and lmdb_tools.c (statistics, backup, verification).
+ * Nothing outside store/ includes it.
  *
  * Layout (format 7; named databases):
  *   meta     "rv" -> u64 store-wide resourceVersion, "seq" -> u64 last seq,
@@ -297,12 +298,11 @@ int lm_facets_apply(store_txn *t);
 void lm_txn_free(store_txn *t);
 size_t lm_label_key(uint8_t *buf, int kind, const char *k, size_t klen,
 	const char *v, size_t vlen);
-
-/* lmdb_open.c */
+/* Logs a put or delete of o, a token's put or delete, in t's redo log
+ * (nothing while the log is replayed). */
 int lm_log_obj(store_txn *t, int op, const store_obj *o);
 int lm_log_token(store_txn *t, int op, const uint8_t *hash, const char *value,
 	size_t len);
-int lm_changes_bump(store_txn *t);
 
 /* lmdb_young.c */
 int lm_obj_decode(store_txn *t, MDB_cursor *aux, const void *data, size_t size,
@@ -323,13 +323,15 @@ int lm_post_old_tail(store *s, MDB_txn *txn);
 int lm_index_object(store_txn *t, const store_obj *o, int dir);
 int lm_keep_version(store_txn *t, uint64_t rv, const store_obj *o,
 	uint64_t now_rv);
+int lm_changes_bump(store_txn *t);
 
-/* The backend's side of store/store.h (store/backend.h), in lmdb_open.c,
- * lmdb_young.c, lmdb.c, lmdb_tools.c and lmdb_rec.c (lm_logline), named
- * in lmdb_ops.c's table. */
-/* Opens the store with ops as its table (lmdb_ops.c). */
-int lm_open(store **out, const char *dir, const store_options *opt,
-	const store_lmdb_options *lo, const store_ops *ops);
+/* lmdb_open.c */
+int lm_convert_digests(store *s);
+int lm_convert_v2(store *s);
+
+/* The backend's side of store/store.h (store/backend.h), in the files
+ * above, named in lmdb_ops.c's table (the top of the backend: it calls
+ * them all and none calls it). */
 void lm_close(store *s);
 int lm_begin(store *s, int write, store_txn **out);
 int lm_begin_child(store_txn *parent, store_txn **out);
@@ -373,9 +375,8 @@ int lm_verify(store *s, int repair, store_check_fn check,
 		store_problem_fn problem, void *arg, store_verify_stats *out);
 int lm_idle(store *s);
 void lm_logline(const store *s, int level, const char *line);
-
-/* lmdb_tools.c */
-int lm_convert_digests(store *s);
-int lm_convert_v2(store *s);
+/* Opens the store with ops as its table (lmdb_ops.c). */
+int lm_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo, const store_ops *ops);
 
 #endif

@@ -1,5 +1,5 @@
-/* store/lmdb_open.c — the LMDB backend: open and close, transactions, the
- * redo log and checkpoints. */
+/* store/lmdb_open.c — the LMDB backend: open (and the conversions of older
+ * formats) and close, transactions, the redo log and checkpoints. */
 #define _GNU_SOURCE /* memmem, pthread_rwlockattr_setkind_np, sync_file_range */
 #include "store/lmdb_int.h"
 
@@ -31,6 +31,217 @@ open_tables(MDB_txn *txn, store *s)
 	return KI_OK;
 }
 
+/* ---- formats 3-5 -> 6 ---- */
+
+/* Copies the "digest" table of a store of format 3 to 5 (whole digests ->
+ * id) into "digest8" (first DIGEST_KEY bytes -> ids), in key order,
+ * s->convert_batch entries a transaction; the last one drops "digest" and
+ * marks the store format 6. A crash part-way leaves format 5 and the next
+ * open starts again from an empty "digest8". */
+int
+lm_convert_digests(store *s)
+{
+	MDB_txn *txn;
+	MDB_dbi old;
+	MDB_cursor *c = NULL;
+	MDB_val k, v, from;
+	uint8_t last[STORE_DIGEST_LEN];
+	size_t n, total = 0;
+	int rc, more = 1, first = 1;
+
+	while (more) {
+		if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0)
+			return lm_map_rc(rc);
+		if ((rc = mdb_dbi_open(txn, "digest", 0, &old)) == MDB_NOTFOUND) {
+			/* Nothing to copy (a store made as format 6 and marked
+			 * older by hand, say). */
+			more = 0;
+			goto done;
+		}
+		if (rc != 0 || (first && (rc = mdb_drop(txn, s->digest, 0)) != 0) ||
+		    (rc = mdb_cursor_open(txn, old, &c)) != 0)
+			goto fail;
+		if (first) {
+			rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+		} else {
+			from.mv_size = sizeof(last);
+			from.mv_data = last;
+			k = from;
+			rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+			if (rc == 0 && k.mv_size == sizeof(last) &&
+			    memcmp(k.mv_data, last, sizeof(last)) == 0)
+				rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		for (n = 0; rc == 0 && n < s->convert_batch; n++) {
+			MDB_val nk = { DIGEST_KEY, k.mv_data };
+			int same;
+
+			if (k.mv_size != STORE_DIGEST_LEN || v.mv_size != 8) {
+				rc = MDB_CORRUPTED;
+				goto fail;
+			}
+			/* Ids of digests that share a prefix go in in id
+			 * order, whatever the order of their digests. */
+			same = (!first || n > 0) &&
+			    memcmp(k.mv_data, last, DIGEST_KEY) == 0;
+			if ((rc = mdb_put(txn, s->digest, &nk, &v,
+			    same ? MDB_NODUPDATA : MDB_APPEND)) != 0)
+				goto fail;
+			memcpy(last, k.mv_data, sizeof(last));
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		total += n;
+		first = 0;
+		if (rc == MDB_NOTFOUND)
+			more = 0;
+		else if (rc != 0)
+			goto fail;
+		mdb_cursor_close(c);
+		c = NULL;
+		if (!more && (rc = mdb_drop(txn, old, 1)) != 0)
+			goto fail;
+done:
+		if (!more &&
+		    (rc = lm_meta_put_u64(txn, s->meta, "format", FORMAT)) != KI_OK) {
+			mdb_txn_abort(txn);
+			return rc;
+		}
+		if ((rc = mdb_txn_commit(txn)) != 0)
+			return lm_map_rc(rc);
+	}
+	if (total > 0)
+		lm_slog(s, STORE_LOG_INFO,
+		    "store: %zu digests moved to the format-6 index", total);
+	return KI_OK;
+fail:
+	if (c != NULL)
+		mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return lm_map_rc(rc);
+}
+
+/* ---- format 2 -> 3 ---- */
+
+#define CONVERT_BATCH 20000
+
+/* Rewrites a format-2 store's objects into the format-3 tables, in
+ * batches of CONVERT_BATCH transactions' worth, then drops the old tables
+ * and marks the store format 3, in one last transaction. The history of
+ * events does not carry over (a watch from before the conversion gets
+ * 410 Expired and lists again), nor does the old label index (rebuilt from
+ * the records); tokens do. */
+int
+lm_convert_v2(store *s)
+{
+	static const char *const old_names[] = { "objects", "names", "digests",
+		"natkeys", "refs", "events", "labels", "facets", "tokens" };
+	store_txn t;
+	MDB_dbi old, dbi;
+	MDB_cursor *c = NULL;
+	MDB_val k, v;
+	uint8_t kb[8];
+	uint64_t next = 0;
+	int rc, done = 0;
+
+	memset(&t, 0, sizeof(t));
+	t.s = s;
+	t.write = 1;
+	/* Every object's postings are written as it is converted. */
+	t.posted = ID_SEQ_MASK;
+	t.posted_read = 1;
+	/* Start from empty format-3 tables: a crash mid-way left some. */
+	if ((rc = mdb_txn_begin(s->env, NULL, 0, &t.txn)) != 0)
+		return lm_map_rc(rc);
+	if ((rc = mdb_drop(t.txn, s->obj, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->name, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->digest, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->natkey, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->ref, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->label, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->event, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->version, 0)) != 0 ||
+	    (rc = mdb_drop(t.txn, s->facet, 0)) != 0 ||
+	    (rc = mdb_txn_commit(t.txn)) != 0)
+		goto fail;
+	t.txn = NULL;
+	while (!done) {
+		size_t n = 0;
+
+		if ((rc = mdb_txn_begin(s->env, NULL, 0, &t.txn)) != 0 ||
+		    (rc = mdb_dbi_open(t.txn, "objects", 0, &old)) != 0 ||
+		    (rc = mdb_cursor_open(t.txn, old, &c)) != 0)
+			goto fail;
+		lm_put_be64(kb, next);
+		k.mv_size = 8;
+		k.mv_data = kb;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		for (; rc == 0 && n < CONVERT_BATCH; n++) {
+			store_obj o;
+			uint8_t nb[1 + STORE_MAX_NAME], ib[8];
+			MDB_val nk, iv = { 8, ib };
+
+			if (k.mv_size != 8 ||
+			    lm_rec_decode(v.mv_data, v.mv_size, &o) != KI_OK) {
+				rc = KI_ESTORE;
+				goto fail;
+			}
+			next = lm_get_be64(k.mv_data) + 1;
+			o.seq = store_id(o.kind, lm_get_be64(k.mv_data));
+			lm_put_be64(ib, o.seq);
+			nk = lm_kind_key(nb, o.kind, o.name, o.name_len);
+			if ((rc = mdb_put(t.txn, s->name, &nk, &iv, 0)) != 0)
+				goto fail;
+			if ((rc = lm_write_record(&t, &o)) != KI_OK ||
+			    (rc = lm_index_object(&t, &o, 1)) != KI_OK)
+				goto fail;
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			goto fail;
+		done = rc == MDB_NOTFOUND;
+		mdb_cursor_close(c);
+		c = NULL;
+		if (done) {
+			/* Tokens move over; then the old tables go. */
+			if (mdb_dbi_open(t.txn, "tokens", 0, &dbi) == 0) {
+				if ((rc = mdb_cursor_open(t.txn, dbi, &c)) != 0)
+					goto fail;
+				rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+				while (rc == 0) {
+					if ((rc = mdb_put(t.txn, s->token, &k, &v, 0)) != 0)
+						goto fail;
+					rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+				}
+				mdb_cursor_close(c);
+				c = NULL;
+				if (rc != MDB_NOTFOUND)
+					goto fail;
+			}
+			for (size_t i = 0; i < sizeof(old_names) / sizeof(*old_names);
+			    i++) {
+				if (mdb_dbi_open(t.txn, old_names[i], 0, &dbi) == 0 &&
+				    (rc = mdb_drop(t.txn, dbi, 1)) != 0)
+					goto fail;
+			}
+			if ((rc = lm_meta_put_u64(t.txn, s->meta, "format", FORMAT)) !=
+			    KI_OK)
+				goto fail;
+		}
+		if ((rc = mdb_txn_commit(t.txn)) != 0) {
+			t.txn = NULL;
+			goto fail;
+		}
+		t.txn = NULL;
+	}
+	return KI_OK;
+fail:
+	if (c != NULL)
+		mdb_cursor_close(c);
+	if (t.txn != NULL)
+		mdb_txn_abort(t.txn);
+	return rc < 0 ? rc : lm_map_rc(rc);
+}
+
 /* ---- the redo log ---- */
 
 static int64_t
@@ -40,53 +251,6 @@ now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* Appends an operation header to t's log and returns where its len-byte
- * body goes (NULL: nothing is logged in this store or this phase). */
-static int
-log_op(store_txn *t, int op, size_t len, uint8_t **body)
-{
-	uint32_t n = (uint32_t)len;
-	uint8_t *p;
-
-	*body = NULL;
-	if (t->s->replaying)
-		return KI_OK;
-	if (len > UINT32_MAX || ki_buf_reserve(&t->log, 5 + len) != KI_OK)
-		return KI_ENOMEM;
-	p = (uint8_t *)t->log.data + t->log.len;
-	p[0] = (uint8_t)op;
-	memcpy(p + 1, &n, 4);
-	t->log.len += 5 + len;
-	*body = p + 5;
-	return KI_OK;
-}
-
-int
-lm_log_obj(store_txn *t, int op, const store_obj *o)
-{
-	uint8_t *p;
-	int rc = log_op(t, op, lm_rec_size(o), &p);
-
-	if (rc == KI_OK && p != NULL)
-		lm_rec_encode(p, o);
-	return rc;
-}
-
-int
-lm_log_token(store_txn *t, int op, const uint8_t *hash, const char *value,
-	size_t len)
-{
-	uint8_t *p;
-	int rc = log_op(t, op, STORE_DIGEST_LEN + len, &p);
-
-	if (rc == KI_OK && p != NULL) {
-		memcpy(p, hash, STORE_DIGEST_LEN);
-		if (len)
-			memcpy(p + STORE_DIGEST_LEN, value, len);
-	}
-	return rc;
 }
 
 /* LMDB's two meta pages as the file holds them now. */
@@ -938,35 +1102,6 @@ lm_rv(store_txn *t)
 	return t->rv;
 }
 
-int
-lm_changes(store_txn *t, uint64_t *out)
-{
-	int rc;
-
-	if (!t->changes_read) {
-		if ((rc = lm_meta_get_u64(t->txn, t->s->meta, "changes",
-		    &t->changes)) != KI_OK)
-			return rc;
-		t->changes_read = 1;
-	}
-	*out = t->changes;
-	return KI_OK;
-}
-
-/* Counts an object replaced or deleted by t. */
-int
-lm_changes_bump(store_txn *t)
-{
-	uint64_t n;
-	int rc;
-
-	if ((rc = store_changes(t, &n)) != KI_OK)
-		return rc;
-	t->changes = n + 1;
-	t->changes_moved = 1;
-	return KI_OK;
-}
-
 uint64_t
 lm_writes(store_txn *t)
 {
@@ -977,23 +1112,4 @@ uint64_t
 lm_next_rv(store_txn *t)
 {
 	return t->rv + 1;
-}
-
-uint64_t
-lm_oldest_event(store_txn *t)
-{
-	MDB_cursor *c;
-	MDB_val k, v;
-	uint64_t rv = 0;
-
-	if (mdb_cursor_open(t->txn, t->s->event, &c) != 0)
-		return 0;
-	if (mdb_cursor_get(c, &k, &v, MDB_FIRST) == 0 && k.mv_size == 8)
-		rv = lm_get_be64(k.mv_data);
-	mdb_cursor_close(c);
-	/* Events older than the history wait for the next trim, and their
-	 * superseded states are not kept (lm_keep_version): they are gone. */
-	if (rv != 0 && t->rv > t->s->history && rv <= t->rv - t->s->history)
-		rv = t->rv - t->s->history + 1;
-	return rv;
 }

@@ -1,5 +1,5 @@
-/* store/lmdb_rec.c — the LMDB backend's records (layout, CRC-32C) and small
- * helpers. */
+/* store/lmdb_rec.c — the LMDB backend's records (layout, CRC-32C), the redo
+ * log's operations and small helpers. */
 #define _GNU_SOURCE /* memmem, pthread_rwlockattr_setkind_np, sync_file_range */
 #include "store/lmdb_int.h"
 
@@ -435,4 +435,53 @@ lm_label_key(uint8_t *buf, int kind, const char *k, size_t klen, const char *v,
 	buf[1 + klen] = 0;
 	memcpy(buf + 2 + klen, v, vlen);
 	return 2 + klen + vlen;
+}
+
+/* ---- the redo log's operations ---- */
+
+/* Appends an operation header to t's log and returns where its len-byte
+ * body goes (NULL: nothing is logged in this store or this phase). */
+static int
+log_op(store_txn *t, int op, size_t len, uint8_t **body)
+{
+	uint32_t n = (uint32_t)len;
+	uint8_t *p;
+
+	*body = NULL;
+	if (t->s->replaying)
+		return KI_OK;
+	if (len > UINT32_MAX || ki_buf_reserve(&t->log, 5 + len) != KI_OK)
+		return KI_ENOMEM;
+	p = (uint8_t *)t->log.data + t->log.len;
+	p[0] = (uint8_t)op;
+	memcpy(p + 1, &n, 4);
+	t->log.len += 5 + len;
+	*body = p + 5;
+	return KI_OK;
+}
+
+int
+lm_log_obj(store_txn *t, int op, const store_obj *o)
+{
+	uint8_t *p;
+	int rc = log_op(t, op, lm_rec_size(o), &p);
+
+	if (rc == KI_OK && p != NULL)
+		lm_rec_encode(p, o);
+	return rc;
+}
+
+int
+lm_log_token(store_txn *t, int op, const uint8_t *hash, const char *value,
+	size_t len)
+{
+	uint8_t *p;
+	int rc = log_op(t, op, STORE_DIGEST_LEN + len, &p);
+
+	if (rc == KI_OK && p != NULL) {
+		memcpy(p, hash, STORE_DIGEST_LEN);
+		if (len)
+			memcpy(p + STORE_DIGEST_LEN, value, len);
+	}
+	return rc;
 }

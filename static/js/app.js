@@ -13,6 +13,8 @@ const loaders = {
   kernel: async () => (await import('./kernel.js')).default,
   run: async () => (await import('./run.js')).default,
   compare: async () => (await import('./compare.js')).default,
+  regressions: async () => (await import('./regress.js')).default,
+  leaderboard: async () => (await import('./leaderboard.js')).default,
   object: async () => (await import('./object.js')).default,
 };
 

@@ -5,9 +5,10 @@ import { h, put, notice, id } from './dom.js';
 import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
-import { FACET_KEYS, selector, labels, title } from './model.js';
+import { FACET_KEYS, selector, labels, title, loose } from './model.js';
 import { int } from './format.js';
 import { runsTable, runRow, errorBox, compareBar } from './widgets.js';
+import { csvButton } from './export.js';
 
 const PAGE = 50;
 const SCAN_PAGE = 500;
@@ -74,6 +75,22 @@ function submit(form) {
   const cur = state.read();
   if (cur.pick) st.pick = cur.pick;
   state.navigate(st);
+}
+
+/* {labels: {key: {value: count}}}: each key counted under the other filters. */
+async function menuCounts(st, filters, facP, signal) {
+  const fac = await facP;
+  const out = { labels: {} };
+  const jobs = FILTERS.map(async (k) => {
+    let f = fac;
+    if (filters[k]) {
+      const sel = selector({ ...filters, [k]: '' }, st.sel, OPTIONAL);
+      f = await api.facets(sel || undefined, signal).catch((e) => e);
+    }
+    out.labels[k] = f instanceof Error || !f || !f.labels ? {} : f.labels[k] || {};
+  });
+  await Promise.all(jobs);
+  return out;
 }
 
 function fillSelects(all, st) {
@@ -146,9 +163,10 @@ export async function update(st) {
   // that it never waits behind counting on a busy server.
   const runsP = api.list('benchmarkruns', { limit: PAGE, cont: st.cont, labelSelector: sel || undefined }, signal).catch((e) => e);
   const facP = runsP.then(() => api.facets(sel || undefined, signal)).catch((e) => e);
-  // The menus count the whole index; with a filter set that is asked last,
-  // so the matching counts and runs come first.
-  const allP = sel ? Promise.all([facP, runsP]).then(() => api.facets(undefined, signal).catch((e) => e)) : facP;
+  // Each menu counts what the other filters leave (a set filter's own menu
+  // is asked without it, so its other values stay offered); asked last, so
+  // the matching counts and runs come first.
+  const allP = Promise.all([facP, runsP]).then(() => menuCounts(st, filters, facP, signal));
 
   // Each part is drawn as its answer arrives: the runs do not wait for the
   // counts, nor the counts for the filter menus' totals.
@@ -244,7 +262,8 @@ function renderMatrix(fac, filters, st) {
       }));
   });
   put(els.matrix, head,
-    h('p', { class: 'hint' }, 'A kernel opens its plots; a cell opens them for one GPU; a provider narrows to it.'),
+    h('p', { class: 'hint' }, 'A kernel opens its plots; a cell opens them for one GPU; a provider narrows to it. ',
+      csvButton(() => els.matrix.querySelector('table.matrix'), 'kernels-by-gpu')),
     h('div', { class: 'table-scroll', role: 'region', 'aria-label': 'Kernels by GPU with run counts', tabindex: '0' },
       h('table', { class: 'matrix' },
         h('caption', { class: 'visually-hidden' }, 'Run counts by kernel (rows) and GPU (columns), split by provider'),
@@ -253,6 +272,7 @@ function renderMatrix(fac, filters, st) {
 }
 
 function renderRuns(page, st, fac) {
+  const sel = selector(filtersOf(st), st.sel, OPTIONAL);
   const head = h('h2', { id: 'runs-h' }, 'Runs');
   els.range = null;
   if (page instanceof Error) {
@@ -276,7 +296,9 @@ function renderRuns(page, st, fac) {
     els.range,
     next ? h('a', { href: state.href({ ...st, cont: next, page: String(pageNo + 1) }), rel: 'next' }, 'Next page »') : null);
   put(els.runs, head, els.compare,
-    runsTable(items, { pick: picked(st), onPick, caption: 'Runs matching the filters' }), pager);
+    runsTable(items, { pick: picked(st), onPick, caption: 'Runs matching the filters' }), pager,
+    h('p', { class: 'toolbar' }, 'This page of runs: ', csvButton(() => els.runs.querySelector('table.runs'), 'runs'), ' ',
+      h('a', { href: `${api.BASE}/benchmarkruns?format=csv${sel ? `&labelSelector=${encodeURIComponent(sel)}` : ''}`, download: 'runs.csv' }, 'every matching run as CSV from the API')));
 }
 
 function rangeText(page, st, total) {
@@ -302,7 +324,7 @@ function renderCompare(st) {
  * hold them are offered as filters. */
 async function search(st, sel, signal) {
   const q = st.q.trim();
-  const ql = q.toLowerCase();
+  const ql = loose(q);
   const out = h('div');
   const status = h('p', { class: 'hint', 'aria-live': 'polite' }, 'Searching…');
   const results = h('tbody');
@@ -313,7 +335,7 @@ async function search(st, sel, signal) {
 
   api.facets(undefined, signal).then((all) => {
     const sugg = [];
-    for (const k of FILTERS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (v.toLowerCase().includes(ql)) sugg.push([k, v, n]);
+    for (const k of FILTERS) for (const [v, n] of Object.entries(all.labels[k] || {})) if (loose(v).includes(ql)) sugg.push([k, v, n]);
     if (sugg.length) {
       out.prepend(h('p', { class: 'suggest' }, 'Filter by: ',
         sugg.slice(0, 12).map(([k, v, n]) => h('a', { class: 'chip', href: state.href({ view: 'catalog', [k]: v }) }, `${k}=${v} (${int(n)})`))));
@@ -321,7 +343,7 @@ async function search(st, sel, signal) {
   }, () => {});
 
   const table = h('div', { class: 'table-scroll', role: 'region', 'aria-label': 'Search results', tabindex: '0' },
-    h('table', { class: 'runs' }, h('thead', h('tr', ['Run', 'Kernel', 'Provider', 'GPU', 'Pass', 'Metric', 'Median', 'Observed'].map((t) => h('th', { scope: 'col' }, t)))), results));
+    h('table', { class: 'runs' }, h('thead', h('tr', ['Run', 'Kernel', 'Provider', 'GPU', 'Pass', 'Metric', 'Size', 'Version', 'Median', 'Observed'].map((t) => h('th', { scope: 'col' }, t)))), results));
   out.append(table);
   const seen = new Set();
   const add = (r) => {
@@ -350,7 +372,7 @@ async function search(st, sel, signal) {
       for await (const page of api.pages('benchmarkruns', { limit: SCAN_PAGE, cont, labelSelector: sel || undefined }, SCAN_MAX, signal)) {
         for (const r of page.items) {
           scanned += 1;
-          const hay = `${r.metadata.name} ${title(r)}`.toLowerCase();
+          const hay = loose(`${r.metadata.name} ${title(r)} ${labels(r).kernel || ''}`);
           if (hay.includes(ql)) add(r);
         }
         cont = page.metadata.continue;
@@ -403,9 +425,9 @@ async function refreshCounts() {
   const st = current;
   const sel = selector(filtersOf(st), st.sel, OPTIONAL);
   try {
-    const [all, fac] = await Promise.all([api.facets(), sel ? api.facets(sel) : null]);
+    const f = await api.facets(sel || undefined);
+    const all = await menuCounts(st, filtersOf(st), Promise.resolve(f));
     if (!els || current !== st) return;
-    const f = fac || all;
     fillSelects(all, st);
     renderSummary(f, sel);
     renderMatrix(f, filtersOf(st), st);

@@ -2,6 +2,7 @@
 // baseline, and every field of their protocol, environment, workload and
 // implementation, with the rows that differ marked.
 
+import { csvButton } from './export.js';
 import { h, put, notice, id } from './dom.js';
 import * as api from './api.js';
 import * as state from './state.js';
@@ -145,7 +146,8 @@ export async function update(st) {
   put(root, ...head,
     missing.map(([n, e]) => errorBox(e, `Run ${n} could not be loaded`)),
     h('div', { class: 'controls' },
-      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'diff', checked: st.diff === '1', on: { change: (e) => state.patch({ diff: e.target.checked ? '1' : '' }) } }), 'Only rows that differ')),
+      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'diff', checked: st.diff === '1', on: { change: (e) => state.patch({ diff: e.target.checked ? '1' : '' }) } }), 'Only rows that differ'),
+      csvButton(() => root.querySelector('table.cmp'), 'comparison')),
     h('div', { class: 'table-scroll', role: 'region', 'aria-label': 'Runs compared', tabindex: '0' },
       h('table', { class: 'cmp' },
         h('caption', { class: 'visually-hidden' }, 'The runs compared, one per column'),

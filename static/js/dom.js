@@ -48,6 +48,10 @@ export function h(tag, attrs, ...children) {
 /* s('circle', {cx, cy, r}): an SVG element. */
 export function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG_NS, tag);
+  if (attrs && (attrs instanceof Node || typeof attrs !== 'object' || Array.isArray(attrs))) {
+    children.unshift(attrs);
+    attrs = null;
+  }
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null || v === false) continue;
     if (k === 'on') for (const [type, fn] of Object.entries(v)) el.addEventListener(type, fn);

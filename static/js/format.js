@@ -61,3 +61,35 @@ export function pct(f) {
   const v = f * 100;
   return `${v >= 10 ? v.toFixed(0) : v >= 1 ? v.toFixed(1) : v.toPrecision(2)}%`;
 }
+
+/* How close a run comes to the physical floor, in words that read the
+ * right way round: the run reaches N% of peak (the floor is N% of its
+ * median); a median below the floor is said to be impossible, not a
+ * percentage in the thousands. pl: status.plausibility; median in ns or
+ * bytes. Returns lines of text. */
+export function peakLines(pl, median, metric) {
+  if (!pl) return [];
+  const out = [];
+  const f = pl.achievedFraction;
+  const floor = metric === 'peak_memory' ? pl.floorBytes : pl.floorNs;
+  if (Number.isFinite(f)) {
+    if (metric === 'peak_memory') {
+      if (f <= 1.0001) out.push(`the workload’s tensors (the physical floor, ${figure(metric, floor)}) are ${pct(f)} of this peak`);
+      else out.push(`${ratio(f)} below the physical floor (${figure(metric, floor)}): less memory than the workload’s tensors need`);
+    } else if (f <= 1.0001) out.push(`reaches ${pct(f)} of peak (physical floor ${figure(metric, floor)})`);
+    else out.push(`${ratio(f)} below the physical floor (${figure(metric, floor)}): faster than the GPU allows`);
+  }
+  if (metric !== 'peak_memory' && Number.isFinite(median) && median > 0) {
+    const rates = [];
+    if (Number.isFinite(pl.bytes) && pl.bytes > 0) rates.push(`${num(pl.bytes / median)} GB/s`);
+    if (Number.isFinite(pl.flops) && pl.flops > 0) rates.push(`${num(pl.flops / median / 1000)} TFLOP/s`);
+    if (rates.length) out.push(`achieved ${rates.join(', ')}`);
+    if (Number.isFinite(pl.floorNs) && pl.floorNs > 0) {
+      const at = [];
+      if (Number.isFinite(pl.bytes) && pl.bytes > 0) at.push(`${num(pl.bytes / pl.floorNs)} GB/s`);
+      if (Number.isFinite(pl.flops) && pl.flops > 0) at.push(`${num(pl.flops / pl.floorNs / 1000)} TFLOP/s`);
+      if (at.length) out.push(`at peak (the floor): ${at.join(', ')}`);
+    }
+  }
+  return out;
+}

@@ -6,9 +6,10 @@ import { h, put, notice, id } from './dom.js';
 import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
-import { plot, style } from './plot.js';
-import { labels, figures, familyOf, title, selector, matches, reference } from './model.js';
-import { int, unitFor, figure, ratio, tick, pct } from './format.js';
+import { plot, styleFor, swatch } from './plot.js';
+import { labels, figures, familyOf, title, selector, matches, reference, versionOf, versionCompare } from './model.js';
+import { int, unitFor, figure, ratio, tick, peakLines } from './format.js';
+import { csvButton } from './export.js';
 import { errorBox } from './widgets.js';
 
 const MAX_RUNS = 5000;
@@ -107,8 +108,8 @@ export async function update(st) {
     return;
   }
   const { metric, pass } = defaults(st, fac);
-  const filters = { kernel: st.kernel, metric, pass, gpu: st.gpu || '', dtype: st.dtype || '', provider: st.provider || '', verdict: st.verdict || '' };
-  const sel = selector(filters, '', ['verdict']);
+  const filters = { kernel: st.kernel, metric, pass, gpu: st.gpu || '', dtype: st.dtype || '', provider: st.provider || '', verdict: st.verdict || '', liger_version: st.version || '' };
+  const sel = selector(filters, st.sel || '', ['verdict', 'liger_version']);
   renderControls(st, fac, metric, pass);
   if (fac) {
     const gpus = Object.keys(fac.labels.gpu || {});
@@ -166,18 +167,23 @@ function renderControls(st, fac, metric, pass) {
   const providers = L('provider');
   const dtypes = L('dtype');
   const verdicts = L('verdict');
+  const versions = L('liger_version').sort(versionCompare);
+  const selIn = h('input', { id: id('k-sel'), type: 'text', name: 'sel', spellcheck: 'false', autocomplete: 'off', value: st.sel || '', placeholder: 'liger_version in (0.2.1,9.9.0)' });
+  selIn.addEventListener('change', () => state.patch({ sel: selIn.value.trim() }));
   if (!metrics.includes(metric)) metrics.push(metric);
   if (pass && !passes.includes(pass)) passes.push(pass);
   const logX = st.logx !== '0';
   const logY = st.logy === '1';
   put(els.controls,
+    versions.length > 1 || st.version ? select('Version', 'version', [['', 'Every version, a line each'], ...versions.map((v) => [v, v])], st.version || '') : null,
     radios('Metric', 'metric', metrics.map((m) => [m, METRICS[m] || m]), metric),
     passes.length ? radios('Pass', 'pass', passes.map((p) => [p, p]), pass) : null,
     select('GPU', 'gpu', [['', 'All GPUs, side by side'], ...gpus.map((g) => [g, g])], st.gpu || ''),
     providers.length > 1 ? select('Provider', 'provider', [['', 'All providers'], ...providers.map((p) => [p, p])], st.provider || '') : null,
     dtypes.length > 1 ? select('Data type', 'dtype', [['', 'All'], ...dtypes.map((d) => [d, d])], st.dtype || '') : null,
     verdicts.length > 1 || st.verdict ? select('Plausibility', 'verdict', [['', 'All'], ...verdicts.map((d) => [d, d])], st.verdict || '') : null,
-    h('fieldset', { class: 'segmented' }, h('legend', 'Axes'), check('logx', 'Log x', logX), check('logy', 'Log y', logY)));
+    h('fieldset', { class: 'segmented' }, h('legend', 'Axes'), check('logx', 'Log x', logX), check('logy', 'Log y', logY)),
+    h('div', { class: 'field field-wide' }, h('label', { for: selIn.id }, 'Label selector'), selIn));
 }
 
 /* Groups runs: family → GPU → provider → x → newest run (older ones counted). */
@@ -189,6 +195,8 @@ async function group(runs, signal) {
   if (signal && signal.aborted) return null;
   const fams = new Map();
   const unplaced = [];
+  // A series per provider and version where the runs span versions.
+  const versioned = new Set([...runs.values()].map(versionOf).filter(Boolean)).size > 1;
   for (const r of runs.values()) {
     const w = workloads.get(r.spec && r.spec.workloadDigest);
     const f = w ? familyOf(w) : null;
@@ -201,7 +209,7 @@ async function group(runs, signal) {
     const fam = fams.get(f.key);
     fam.count += 1;
     const gpu = l.gpu || 'unknown GPU';
-    const prov = l.provider || 'unknown provider';
+    const prov = `${l.provider || 'unknown provider'}\u0000${versioned ? versionOf(r) : ''}`;
     if (!fam.gpus.has(gpu)) fam.gpus.set(gpu, new Map());
     const byProv = fam.gpus.get(gpu);
     if (!byProv.has(prov)) byProv.set(prov, new Map());
@@ -219,9 +227,11 @@ function pointOf(entry, x, metric, unit, prov, gpu, sweep) {
   const r = entry.run;
   const f = figures(r);
   const p = r.status && r.status.plausibility;
-  const lines = [`${prov} · ${gpu}`, `${sweep} = ${tick(x)} (${int(x)})`, `median ${figure(metric, f.median)}`];
+  const v = versionOf(r);
+  const lines = [`${prov} · ${gpu}`, v ? `version ${v}` : 'no version label', `${sweep} = ${tick(x)} (${int(x)})`, `median ${figure(metric, f.median)}`];
   if (Number.isFinite(f.p20)) lines.push(`p20–p80 ${figure(metric, f.p20)} – ${figure(metric, f.p80)}`);
-  if (p && p.verdict) lines.push(`plausibility: ${p.verdict}${Number.isFinite(p.achievedFraction) ? ` (${pct(p.achievedFraction)} of the physical limit)` : ''}`);
+  if (p && p.verdict) lines.push(`plausibility: ${p.verdict}`);
+  lines.push(...peakLines(p, f.median, metric));
   if (entry.others) lines.push(`${entry.others} older run${entry.others === 1 ? '' : 's'} at this point`);
   lines.push(`run ${title(r)}`);
   return {
@@ -241,7 +251,6 @@ async function draw(st, metric, pass, signal) {
   if (!grouped || !els) return;
   const { fams, unplaced } = grouped;
   const logX = st.logx !== '0';
-  const logY = st.logy === '1';
   const status = [];
   if (data.truncated) status.push(notice('warn', `Showing the first ${int(MAX_RUNS)} matching runs.`, 'Pick one GPU, provider or data type above to see the rest.'));
   if (unplaced.length) {
@@ -258,9 +267,23 @@ async function draw(st, metric, pass, signal) {
   }
   put(els.status, ...status);
 
-  const providers = new Set();
-  for (const fam of fams.values()) for (const byProv of fam.gpus.values()) for (const p of byProv.keys()) providers.add(p);
-  const provStyle = new Map([...providers].sort().map((p, i) => [p, style(i)]));
+  // A series per provider and version: the provider's colour and marker on
+  // every page; the newest version in its dash, older ones dotted.
+  const DASH = [null, '1 3', '1 6', '3 6', '1 9'];
+  const seriesStyle = (key) => {
+    const [prov, v] = key.split('\u0000');
+    const st0 = styleFor(prov);
+    const vs = allVersions;
+    const rank = vs.length > 1 ? vs.length - 1 - vs.indexOf(v) : 0;
+    return rank > 0 ? { ...st0, dash: DASH[rank % DASH.length] } : st0;
+  };
+  const allVersions = [...new Set([...data.runs.values()].map(versionOf))].filter(Boolean).sort(versionCompare);
+  const seriesName = (key) => {
+    const [prov, v] = key.split('\u0000');
+    return allVersions.length > 1 && v ? `${prov} ${v}` : prov;
+  };
+  const include = st.implausible === '1';
+  const width = Math.min(640, (els.families.clientWidth || 640) - 20);
 
   let maxV = 0;
   for (const r of data.runs.values()) {
@@ -273,56 +296,72 @@ async function draw(st, metric, pass, signal) {
 
   const famList = [...fams.values()].sort((a, b) => b.count - a.count || a.key.localeCompare(b.key));
   const summaryRows = [];
+  const sizes = new Set();
   const sections = famList.map((fam, fi) => {
     const gpus = [...fam.gpus.keys()].sort();
     const famTitle = `${fam.sweep} sweep · ${fam.fixed || 'no fixed parameters'} · ${fam.dtype} · ${fam.pass}`;
-    const plots = gpus.map((gpu) => {
+    const built = gpus.map((gpu) => {
       const byProv = fam.gpus.get(gpu);
-      const series = [...byProv.keys()].sort().map((prov) => ({
-        name: prov,
-        style: provStyle.get(prov),
-        points: [...byProv.get(prov)].map(([x, e]) => pointOf(e, x, metric, unit, prov, gpu, fam.sweep)),
+      const series = [...byProv.keys()].sort().map((key) => ({
+        name: seriesName(key),
+        provider: key.split('\u0000')[0],
+        style: seriesStyle(key),
+        points: [...byProv.get(key)].map(([x, e]) => pointOf(e, x, metric, unit, seriesName(key), gpu, fam.sweep)),
       }));
       const floorByX = new Map();
       for (const sr of series) for (const p of sr.points) if (Number.isFinite(p.floor)) floorByX.set(p.x, p.floor / unit.div);
-      summaryRows.push(summarize(fam, fi, gpu, series, metric, unit));
-      return plot({
+      for (const sr of series) for (const p of sr.points) sizes.add(p.x);
+      summaryRows.push(summarize(fam, fi, gpu, series, include, st.size ? Number(st.size) : null));
+      return { gpu, series, floor: [...floorByX].map(([x, y]) => ({ x, y })) };
+    });
+    // GPUs side by side share one y-axis; log y when it spans more than 10×.
+    const ys = built.flatMap((b) => [...b.series.flatMap((sr) => sr.points.flatMap((p) => [p.y, p.lo, p.hi])), ...b.floor.map((f) => f.y)]).filter((v) => Number.isFinite(v));
+    const yDomain = ys.length ? [Math.min(...ys), Math.max(...ys)] : null;
+    const logY = st.logy === '1' || (st.logy !== '0' && yDomain && yDomain[0] > 0 && yDomain[1] / yDomain[0] > 10);
+    const plots = built.map(({ gpu, series, floor }) => plot({
         title: gpu,
+        name: `${st.kernel}-${fam.pass}-${fam.sweep}-${gpu}`,
         gpu,
         unit: unit.name,
         xLabel: fam.sweep,
         yLabel,
         logX,
         logY,
+        yDomain,
+        width,
         series,
-        floor: [...floorByX].map(([x, y]) => ({ x, y })),
+        floor,
         floorTitle: metric === 'peak_memory' ? 'Physical floor: the least memory the workload’s tensors need' : 'Physical floor: the fastest time the GPU’s peak bandwidth and compute allow',
-      });
-    });
+      }));
     return h('section', { 'aria-labelledby': `fam-${fi}`, dataset: { family: fam.key } },
       h('h2', { id: `fam-${fi}` }, famTitle),
       h('p', { class: 'hint' }, `${int(fam.count)} runs · ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}`),
       h('div', { class: 'plots' }, plots));
   });
-  renderSummary(summaryRows, metric);
+  renderSummary(summaryRows, metric, st, [...sizes].sort((a, b) => a - b));
   put(els.families, ...sections);
 }
 
 /* The provider with the lowest geometric-mean median over the sizes every
- * provider of the plot measured, and how far behind the others are. */
-function summarize(fam, fi, gpu, series, metric) {
-  const xsets = series.map((sr) => new Set(sr.points.map((p) => p.x)));
+ * provider of the plot measured (or its median at one size), and how far
+ * behind the others are. Implausible runs take no part unless asked for. */
+function summarize(fam, fi, gpu, series, include, size) {
+  const usable = series.map((sr) => ({ ...sr, points: sr.points.filter((p) => p.y > 0 && (include || !p.flagged) && (size === null || p.x === size)) }))
+    .filter((sr) => sr.points.length);
+  const left = series.reduce((n, sr) => n + sr.points.filter((p) => p.flagged).length, 0);
+  if (!usable.length) return { fam, fi, gpu, scores: [], shared: 0, left: include ? 0 : left, size };
+  const xsets = usable.map((sr) => new Set(sr.points.map((p) => p.x)));
   const shared = [...xsets[0]].filter((x) => xsets.every((xs) => xs.has(x)));
   const useX = shared.length ? shared : null;
-  const scores = series.map((sr) => {
-    const ps = sr.points.filter((p) => (useX ? useX.includes(p.x) : true) && p.y > 0);
+  const scores = usable.map((sr) => {
+    const ps = sr.points.filter((p) => (useX ? useX.includes(p.x) : true));
     const g = Math.exp(ps.reduce((a, p) => a + Math.log(p.y), 0) / (ps.length || 1));
-    return { name: sr.name, g, n: ps.length, best: ps.reduce((a, p) => (!a || p.y < a.y ? p : a), null) };
+    return { name: sr.name, provider: sr.provider, g, n: ps.length };
   }).filter((x) => x.n).sort((a, b) => a.g - b.g);
-  return { fam, fi, gpu, scores, shared: useX ? useX.length : 0, metric };
+  return { fam, fi, gpu, scores, shared: useX ? useX.length : 0, left: include ? 0 : left, size };
 }
 
-function renderSummary(rows, metric) {
+function renderSummary(rows, metric, st, sizes) {
   const word = metric === 'peak_memory' ? 'Least memory' : 'Fastest';
   const head = h('h2', { id: 'fastest-h' }, `${word} on each GPU`);
   const body = rows.filter((r) => r.scores.length).map((r) => {
@@ -331,16 +370,27 @@ function renderSummary(rows, metric) {
     return h('tr', { dataset: { gpu: r.gpu, best: best.name } },
       h('th', { scope: 'row' }, r.gpu),
       h('td', h('a', { href: `#fam-${r.fi}` }, `${r.fam.sweep} sweep · ${r.fam.fixed}`)),
-      h('td', { class: 'best' }, best.name),
+      h('td', { class: 'best', dataset: { csv: best.name } }, swatch(best.provider), ' ', best.name),
       h('td', others || '—'),
-      h('td', { class: 'num' }, r.shared ? int(r.shared) : '—'));
+      h('td', { class: 'num' }, r.size !== null ? `${r.fam.sweep} = ${tick(r.size)}` : r.shared ? int(r.shared) : '—'),
+      h('td', { class: 'num' }, r.left ? int(r.left) : '—'));
   });
+  const sizeId = id('k-size');
+  const sizeSel = h('select', { id: sizeId, name: 'size', on: { change: (e) => state.patch({ size: e.target.value }) } },
+    h('option', { value: '' }, 'geometric mean over the sizes all measured'),
+    sizes.map((x) => h('option', { value: String(x), selected: String(x) === st.size }, `at ${tick(x)} only`)));
+  const leftOut = rows.reduce((n, r) => n + r.left, 0);
+  const table = h('table', { class: 'summary-table' },
+    h('thead', h('tr', ['GPU', 'Workload family', word, 'Others', st.size ? 'Size' : 'Shared sizes', 'Implausible left out'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', body));
   put(els.summary, head,
-    h('p', { class: 'hint' }, `Per plot: the provider with the lowest geometric mean of the median over the sizes all its providers measured; the others as multiples of it (${metric === 'peak_memory' ? 'more memory' : 'slower'} above 1×).`),
-    h('div', { class: 'table-scroll', role: 'region', 'aria-label': `${word} provider per GPU`, tabindex: '0' },
-      h('table', { class: 'summary-table' },
-        h('thead', h('tr', ['GPU', 'Workload family', word, 'Others', 'Shared sizes'].map((t) => h('th', { scope: 'col' }, t)))),
-        h('tbody', body))));
+    h('p', { class: 'hint' }, `Per plot: the provider with the lowest ${st.size ? 'median at the chosen size' : 'geometric mean of the median over the sizes all its providers measured'}; the others as multiples of it (${metric === 'peak_memory' ? 'more memory' : 'slower'} above 1×). `,
+      st.implausible === '1' ? 'Implausible runs are counted.' : `Implausible runs are left out${leftOut ? ` (${int(leftOut)} here)` : ''}.`),
+    h('div', { class: 'controls' },
+      h('div', { class: 'field' }, h('label', { for: sizeId }, 'Size'), sizeSel),
+      h('label', { class: 'check' }, h('input', { type: 'checkbox', name: 'implausible', checked: st.implausible === '1', on: { change: (e) => state.patch({ implausible: e.target.checked ? '1' : '' }) } }), 'Count implausible runs'),
+      csvButton(() => table, `${st.kernel}-${word.toLowerCase().replace(' ', '-')}`)),
+    h('div', { class: 'table-scroll', role: 'region', 'aria-label': `${word} provider per GPU`, tabindex: '0' }, table));
 }
 
 /* Live: runs of this kernel that arrive, change or go are drawn in place. */
@@ -353,6 +403,12 @@ function onEvent(ev) {
   if (st.gpu && l.gpu !== st.gpu) return;
   if (st.provider && l.provider !== st.provider) return;
   if (st.verdict && l.verdict !== st.verdict) return;
+  if (st.version && versionOf(ev.object) !== st.version) return;
+  if (st.sel) {
+    // A free selector is the server's to evaluate: ask again.
+    if (!redrawTimer) redrawTimer = setTimeout(() => { redrawTimer = null; if (els && current === st) { data = null; update(st); } }, 500);
+    return;
+  }
   const name = ev.object.metadata.name;
   if (ev.type === 'DELETED') data.runs.delete(name);
   else data.runs.set(name, ev.object);

@@ -79,3 +79,26 @@ export function familyOf(w) {
     x: spec.parameters ? Number(spec.parameters[sweep]) : NaN,
   };
 }
+
+/* Versions part by part: 0.10.0 after 0.9.1, 1.0 before 1.0.1. */
+export function versionCompare(a, b) {
+  const pa = String(a).split(/[.\-+]/);
+  const pb = String(b).split(/[.\-+]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i];
+    const y = pb[i];
+    if (x === undefined) return -1;
+    if (y === undefined) return 1;
+    const nx = /^\d+$/.test(x);
+    const ny = /^\d+$/.test(y);
+    const d = nx && ny ? Number(x) - Number(y) : x.localeCompare(y);
+    if (d) return d < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
+/* The release a run belongs to: the liger_version label, else version. */
+export const versionOf = (run) => labels(run).liger_version || labels(run).version || '';
+
+/* Names compared as people type them: '_' and '-' alike, any case. */
+export const loose = (s) => String(s).toLowerCase().replace(/_/g, '-');

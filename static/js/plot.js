@@ -4,10 +4,11 @@
 
 import { h, s } from './dom.js';
 import { tick, num } from './format.js';
+import { plotButtons, csvButton } from './export.js';
 
-const W = 640;
-const H = 360;
-const M = { l: 70, r: 18, t: 14, b: 50 };
+const W0 = 640;
+const H0 = 360;
+const M0 = { l: 70, r: 18, t: 14, b: 50 };
 
 /* Colours that keep 3:1 against white and dark backgrounds alike, each with
  * its own marker and dash, so no series is told apart by colour alone. */
@@ -16,7 +17,28 @@ const MARKERS = ['circle', 'square', 'triangle', 'diamond', 'down', 'cross', 'ci
 const DASHES = [null, '7 3', '2 3', '9 3 2 3', '4 2', null, '7 3', '2 3', '9 3 2 3', '4 2'];
 
 export function style(i) {
-  return { color: PALETTE[i % PALETTE.length], marker: MARKERS[i % MARKERS.length], dash: DASHES[i % DASHES.length] };
+  const k = i + Math.floor(i / PALETTE.length);
+  return { color: PALETTE[i % PALETTE.length], marker: MARKERS[k % MARKERS.length], dash: DASHES[k % DASHES.length] };
+}
+
+/* One colour, marker and dash per provider on every page: the common
+ * providers have their own; any other is placed by a hash of its name. */
+const KNOWN = ['liger', 'huggingface', 'torch', 'torch_compile', 'megatron', 'deepspeed_tiled', 'liger_tiled', 'liger_in_place',
+  'liger_fused_add_rms_norm', 'liger_rms_norm', 'megatron-fused', 'megatron-unfused', 'triton', 'cutlass', 'cublas', 'flashinfer'];
+export function styleFor(provider) {
+  const name = String(provider);
+  let i = KNOWN.indexOf(name);
+  if (i < 0) {
+    let hsh = 2166136261;
+    for (let c = 0; c < name.length; c++) hsh = Math.imul(hsh ^ name.charCodeAt(c), 16777619) >>> 0;
+    i = KNOWN.length + (hsh % 40);
+  }
+  return style(i);
+}
+
+/* The provider's marker and colour, to stand beside its name in tables. */
+export function swatch(provider) {
+  return markerSwatch(styleFor(provider));
 }
 
 function markerPath(kind, x, y, r) {
@@ -101,6 +123,12 @@ function domain(values, log, zero) {
  * y, lo and hi are already in display units.
  */
 export function plot(opts) {
+  // Drawn for the width it will have: text keeps its size on a phone.
+  const avail = Math.floor(opts.width || W0);
+  const W = Math.max(280, Math.min(W0, avail));
+  const narrow = W < 480;
+  const H = narrow ? Math.round(W * 0.8) : H0;
+  const M = narrow ? { l: 58, r: 10, t: 12, b: 46 } : M0;
   const series = opts.series.filter((sr) => sr.points.length);
   const pts = series.flatMap((sr) => sr.points);
   const fig = h('figure', { class: 'plot', dataset: { series: series.length, points: pts.length, unit: opts.unit, gpu: opts.gpu } });
@@ -118,15 +146,17 @@ export function plot(opts) {
   const logY = opts.logY && ys.every((v) => v > 0);
   const pow2 = xs.every((v) => Number.isInteger(Math.log2(v)));
   const [x0, x1] = domain(xs, logX, false);
-  const [y0, y1] = domain(ys, logY, true);
+  const yd = opts.yDomain && opts.yDomain.every(Number.isFinite) ? opts.yDomain : ys;
+  const [y0, y1] = domain(yd, logY, true);
   const X = scale(x0, x1, logX, M.l, W - M.r);
   const Y = scale(y0, y1, logY, H - M.b, M.t);
 
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'group', 'aria-labelledby': titleId, class: 'chart' });
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'group', 'aria-labelledby': titleId, class: 'chart', dataset: { y0, y1, logy: logY ? 1 : 0 } });
   const grid = s('g', { class: 'grid', 'aria-hidden': 'true' });
   const axes = s('g', { class: 'axis', 'aria-hidden': 'true' });
   const xt = ticks(x0 * (logX ? 1.15 : 1), x1 / (logX ? 1.15 : 1), logX, pow2 && logX);
-  const xTicks = logX ? xt : ticks(Math.min(...xs), Math.max(...xs), false);
+  let xTicks = logX ? xt : ticks(Math.min(...xs), Math.max(...xs), false);
+  if (narrow && xTicks.length > 5) xTicks = xTicks.filter((_, i) => i % Math.ceil(xTicks.length / 5) === 0);
   for (const v of xTicks) {
     const px = X(v);
     grid.append(s('line', { x1: px, x2: px, y1: M.t, y2: H - M.b }));
@@ -149,7 +179,7 @@ export function plot(opts) {
   if (floor.length) {
     const fl = [...floor].sort((a, b) => a.x - b.x);
     svg.append(s('path', { class: 'floor', d: fl.map((p, i) => `${i ? 'L' : 'M'}${X(p.x).toFixed(1)},${Y(p.y).toFixed(1)}`).join(''), dataset: { floor: fl.length } },
-      s('title', opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
+      s('title', null, opts.floorTitle || 'Physical floor: the limit the GPU’s peak bandwidth and compute allow')));
     const first = fl[0];
     svg.append(s('text', { x: X(first.x) + 6, y: Math.max(Y(first.y) - 7, M.t + 10), 'text-anchor': 'start', class: 'floor-label' }, 'physical floor'));
   }
@@ -216,6 +246,7 @@ export function plot(opts) {
     legend.append(h('li', b));
   }
   fig.append(legend);
+  fig.append(h('p', { class: 'toolbar export-bar' }, 'Save the plot: ', plotButtons(() => svg, `${opts.name || opts.title}`)));
 
   const allX = [...new Set(xs)].sort((a, b) => a - b);
   const rows = allX.map((x) => h('tr', h('th', { scope: 'row' }, tick(x)),
@@ -223,10 +254,12 @@ export function plot(opts) {
       const p = sr.points.find((q) => q.x === x);
       return h('td', { class: 'num' }, p ? `${num(p.y)}${Number.isFinite(p.lo) ? ` (${num(p.lo)}–${num(p.hi)})` : ''}` : '—');
     })));
-  fig.append(h('details', { class: 'data' }, h('summary', 'Data table'),
-    h('div', { class: 'table-scroll' }, h('table',
+  const dataTable = h('table',
       h('caption', { class: 'visually-hidden' }, `${opts.title}: ${opts.yLabel}, median (p20–p80)`),
       h('thead', h('tr', h('th', { scope: 'col' }, opts.xLabel), series.map((sr) => h('th', { scope: 'col' }, sr.name)))),
-      h('tbody', rows)))));
+      h('tbody', rows));
+  fig.append(h('details', { class: 'data' }, h('summary', 'Data table'),
+    h('p', { class: 'toolbar' }, csvButton(() => dataTable, `${opts.name || opts.title}-data`)),
+    h('div', { class: 'table-scroll' }, dataTable)));
   return fig;
 }

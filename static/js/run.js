@@ -7,7 +7,7 @@ import * as api from './api.js';
 import * as state from './state.js';
 import * as live from './live.js';
 import { labels, figures, reference, condition, title, REF_ROLES, FACET_KEYS } from './model.js';
-import { figure, when, num, int, pct, ratio } from './format.js';
+import { figure, when, num, int, pct, ratio, peakLines } from './format.js';
 import { chips, errorBox, runsTable } from './widgets.js';
 
 let root = null;
@@ -167,7 +167,7 @@ function plausibilityFacts(pl) {
   const known = {
     floorNs: ['Physical floor (time)', (v) => figure('latency', v)],
     floorBytes: ['Physical floor (memory)', (v) => figure('peak_memory', v)],
-    achievedFraction: ['Achieved fraction', (v) => `${pct(v)} (${num(v)})`],
+    achievedFraction: ['Floor ÷ median (share of peak)', (v) => (v <= 1.0001 ? pct(v) : `${ratio(v)} beyond the floor: impossible`)],
     bytes: ['Bytes moved', (v) => figure('peak_memory', v)],
     flops: ['Operations', (v) => `${num(v)} FLOP`],
     gpu: ['GPU model', String],
@@ -193,7 +193,7 @@ function verdicts(run) {
   rows.push(h('div', { class: 'card', dataset: { verdict: 'digests' } }, h('h3', 'Digests ', dv ? verdictBadge(dv.status === 'True' ? 'Verified' : dv.reason || 'Unverified') : badge('unknown', 'not checked')),
     dv ? h('p', dv.message || '') : h('p', { class: 'hint' }, 'The server has not reported on this run’s references.')));
   rows.push(h('div', { class: 'card', dataset: { verdict: 'plausibility' } }, h('h3', 'Plausibility ', verdictBadge(pl ? pl.verdict : plc ? plc.reason : undefined)),
-    pl ? h('div', plc && plc.message ? h('p', plc.message) : null, dl(plausibilityFacts(pl)))
+    pl ? h('div', h('p', { class: 'peak' }, peakLines(pl, figures(run).median, figures(run).metric).join('; ') || (plc && plc.message) || ''), dl(plausibilityFacts(pl)))
       : h('p', { class: 'hint' }, plc ? plc.message : 'No plausibility check has been reported for this run yet.')));
   rows.push(h('div', { class: 'card', dataset: { verdict: 'verification' } }, h('h3', 'Verification ', verdictBadge(ver ? ver.verdict : verc ? verc.reason : 'Not verified')),
     ver ? h('div', ver.message ? h('p', ver.message) : null, dl([

@@ -2,7 +2,7 @@
 
 import { h, notice } from './dom.js';
 import { href } from './state.js';
-import { figures, labels, title } from './model.js';
+import { figures, labels, title, versionOf } from './model.js';
 import { figure, when } from './format.js';
 
 export const runHref = (name) => href({ view: 'run', name });
@@ -38,11 +38,21 @@ export function runsTable(runs, opts = {}) {
     h('th', { scope: 'col' }, 'GPU'),
     h('th', { scope: 'col' }, 'Pass'),
     h('th', { scope: 'col' }, 'Metric'),
+    h('th', { scope: 'col', class: 'num' }, 'Size'),
+    h('th', { scope: 'col' }, 'Version'),
     h('th', { scope: 'col', class: 'num' }, 'Median'),
     h('th', { scope: 'col' }, 'Observed'));
   const body = h('tbody', runs.map((r) => runRow(r, opts)));
   return h('div', { class: 'table-scroll', role: 'region', 'aria-label': opts.caption || 'Runs', tabindex: '0' },
     h('table', { class: 'runs' }, opts.caption && h('caption', { class: 'visually-hidden' }, opts.caption), h('thead', head), body));
+}
+
+/* The swept size of a run: Liger's swept parameter and its value. */
+export function sizeOf(r) {
+  const a = (r.metadata && r.metadata.annotations) || {};
+  const n = a['liger.kernelindex.dev/x-name'];
+  const v = a['liger.kernelindex.dev/x-value'];
+  return v !== undefined ? `${n ? `${n} = ` : ''}${v}` : '—';
 }
 
 export function runRow(r, opts = {}) {
@@ -61,6 +71,8 @@ export function runRow(r, opts = {}) {
     h('td', l.gpu || '—'),
     h('td', l.pass || '—'),
     h('td', l.metric || f.metric),
+    h('td', { class: 'num size' }, sizeOf(r)),
+    h('td', { class: 'version' }, versionOf(r) || '—'),
     h('td', { class: 'num' }, figure(f.metric, f.median)),
     h('td', { class: 'when' }, when(r.spec && r.spec.observedAt)));
 }

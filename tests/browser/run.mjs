@@ -117,7 +117,7 @@ function close(a, b, rel, msg) {
 
 /* A page that records console errors, page errors, dialogs and CSP reports. */
 async function open(path, { width = 1280, height = 900, colorScheme = 'light' } = {}) {
-  const ctx = await browser.newContext({ viewport: { width, height }, colorScheme });
+  const ctx = await browser.newContext({ viewport: { width, height }, colorScheme, acceptDownloads: true });
   const page = await ctx.newPage();
   const problems = [];
   page.on('console', (m) => {
@@ -614,6 +614,322 @@ test('empty and error states: unknown kernel, malformed selector', ['facets', 'l
   await page.waitForSelector('.notice-error');
   ok((await page.$eval('.notice-error', (n) => n.textContent)).includes('label selector'), 'a bad selector is explained');
   await finish(page);
+});
+
+/* ---- regressions, rankings and answers at a glance ---- */
+
+const FAKE = '9.9.0';
+const texts = (page, sel) => page.$$eval(sel, (es) => es.map((e) => e.textContent.trim()));
+
+async function download(page, click) {
+  const [d] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), click()]);
+  const { readFileSync: read } = await import('node:fs');
+  return { name: d.suggestedFilename(), body: read(await d.path()) };
+}
+
+/* A copy of a stored run with another median and a newer observedAt: the
+ * newest run at its point of the kernel view. */
+async function postVariant(like, median, tag) {
+  const stamp = `${Date.now()}${Math.floor(Math.random() * 1000)}`;
+  const run = JSON.parse(JSON.stringify({ apiVersion: like.apiVersion, kind: like.kind,
+    metadata: { name: `${tag}-${stamp}`, title: `${like.metadata.title} (${tag})`, labels: { liger_version: like.metadata.labels.liger_version } }, spec: like.spec }));
+  // Unique content (an equal upload would answer with the stored run).
+  run.spec.observedAt = new Date(Date.UTC(2030, 0, 1) + (Date.now() % 1e9)).toISOString();
+  delete run.spec.sourceNative;
+  run.spec.measurements = (run.spec.measurements || []).filter((m) => m.metric !== 'latency');
+  run.spec.timing = { primaryStatistic: 'median', latencyNs: { median } };
+  await postBundle({ run });
+  return run.metadata.name;
+}
+
+test('regressions: the made-up release, 25% slower on large sizes and faster on small, is found at once', [], async () => {
+  const page = await open('/?view=regressions');
+  await ready(page, 'regressions');
+  await page.waitForSelector('table.regressions tbody tr');
+  eq(new URL(page.url()).searchParams.get('candidate'), `liger_version=${FAKE}`, 'the newest version is the candidate');
+  const rows = await page.$$eval('table.regressions tbody tr', (trs) => trs.map((t) => ({ ...t.dataset, cells: [...t.children].map((c) => c.textContent) })));
+  const worse = rows.filter((r) => r.verdict === 'Regression');
+  const better = rows.filter((r) => r.verdict === 'Improvement');
+  ok(worse.length >= 8, `regressions listed: ${worse.length}`);
+  ok(better.length >= 8, `improvements listed: ${better.length}`);
+  for (const r of worse) {
+    eq(r.provider, 'liger', 'only Liger was slowed');
+    close(Number(r.change), 25, 1e-3, `${r.kernel} change`);
+    ok(r.cells.join(' ').includes(FAKE), 'the row names the candidate version');
+  }
+  for (const r of better) close(Number(r.change), -10, 1e-3, `${r.kernel} improvement`);
+  ok(rows.every((r) => r.provider === 'liger'), 'other providers are unchanged, so not listed');
+  // Sorted by the size of the change: the 25% before the 10%.
+  const mags = rows.map((r) => Math.abs(Number(r.change)));
+  ok(mags.every((m, i) => !i || mags[i - 1] >= m), 'sorted by the size of change');
+  // Worst first and regressions only are links that keep the comparison.
+  await page.click('a:text("regressions only")');
+  await page.waitForFunction(() => [...document.querySelectorAll('table.regressions tbody tr')].every((t) => t.dataset.verdict === 'Regression'));
+  const summary = await page.$eval('#regress-h', (e) => e.textContent);
+  ok(/\d+ regressions? beyond 5%/.test(summary), `the heading says how many: ${summary}`);
+  await shot(page, 'regressions');
+  await finish(page);
+});
+
+test('leaderboard: the fastest provider per kernel × pass × size on a GPU, sortable, linked to its runs', [], async () => {
+  const gpu = 'a100-sxm4-80gb';
+  const page = await open(`/?view=leaderboard&gpu=${gpu}&kernel=cross_entropy&metric=latency`);
+  await ready(page, 'leaderboard');
+  const api = (await getJSON(`/leaderboard?gpu=${gpu}`)).body.items.filter((i) => i.series.kernel === 'cross_entropy' && i.series.metric === 'latency');
+  const rows = await page.$$eval('table.leaderboard tbody tr', (trs) => trs.map((t) => ({ ...t.dataset, href: t.querySelector('td.winner a').getAttribute('href') })));
+  eq(rows.length, api.length, 'a row per kernel × pass × size');
+  for (const i of api) {
+    ok(rows.some((r) => r.winner === i.winner.provider && r.href.includes(encodeURIComponent(i.winner.run))), `${i.series.pass} ${i.series.xValue}: ${i.winner.provider} links to its run`);
+  }
+  await page.click('a[data-sort="margin"]');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('sort') === 'margin');
+  const margins = (await page.$$eval('table.leaderboard tbody tr', (trs) => trs.map((t) => t.dataset.margin))).filter((m) => m !== '').map(Number);
+  ok(margins.length > 1 && margins.every((m, i) => !i || margins[i - 1] >= m), 'sorted by margin, largest first');
+  ok((await page.$eval('table.leaderboard thead', (t) => t.textContent)).includes('Share of peak'), 'the fraction of the floor is shown');
+  await shot(page, 'leaderboard');
+  await finish(page);
+});
+
+test('kernel view: every version stays visible, a version picker, a selector box, the version in tooltips', [], async () => {
+  const page = await open('/?view=kernel&kernel=geglu&pass=full&metric=latency');
+  await ready(page, 'kernel');
+  const names = new Set(await page.$$eval('g.series', (gs) => gs.map((g) => g.dataset.series)));
+  ok(names.has('liger 0.2.1') && names.has(`liger ${FAKE}`), `a series per version: ${[...names]}`);
+  const label = await page.$eval(`g.series[data-series="liger ${FAKE}"] a.pt`, (a) => a.getAttribute('aria-label'));
+  ok(label.includes(`version ${FAKE}`), `the tooltip names the version: ${label}`);
+  const opts = await page.$$eval('select[name="version"] option', (os) => os.map((o) => o.value));
+  ok(opts.includes('0.2.1') && opts.includes(FAKE), 'the version picker offers both');
+  await page.selectOption('select[name="version"]', FAKE);
+  await page.waitForFunction((v) => new URL(location.href).searchParams.get('version') === v, FAKE);
+  await ready(page, 'kernel');
+  await page.waitForFunction(() => [...document.querySelectorAll('g.series')].every((g) => g.dataset.series.startsWith('huggingface') || g.dataset.series.startsWith('liger')) && document.querySelectorAll('g.series').length === 2);
+  await page.fill('input[name="sel"]', 'provider=liger');
+  await page.press('input[name="sel"]', 'Enter');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('sel') === 'provider=liger');
+  await page.waitForFunction(() => document.querySelectorAll('g.series').length === 1);
+  await finish(page);
+});
+
+test('kernel view: one implausible 10 ns run does not rewrite "Fastest" unless asked for', [], async () => {
+  // The winner by Liger's CSV; a slower provider gets one 10 ns run.
+  const rowsCSV = CSV.filter((r) => r.kernel_name === 'swiglu' && r.kernel_operation_mode === 'forward' && r.metric_name === 'speed');
+  const geo = {};
+  for (const prov of new Set(rowsCSV.map((r) => r.kernel_provider))) {
+    const ys = rowsCSV.filter((r) => r.kernel_provider === prov).map((r) => Number(r.y_value_50));
+    geo[prov] = Math.exp(ys.reduce((x, y) => x + Math.log(y), 0) / ys.length);
+  }
+  const [winner, loser] = Object.entries(geo).sort((x, y) => x[1] - y[1]).map((e) => e[0]);
+  const runs = (await getJSON('/benchmarkruns?limit=1000&labelSelector=kernel%3Dswiglu%2Cpass%3Dforward%2Cmetric%3Dlatency')).body.items;
+  const like = runs.find((r) => r.metadata.labels.provider === loser);
+  ok(like, `a ${loser} swiglu run`);
+  const name = await postVariant(like, 10, 'implausible-fast');
+  let stored = null;
+  for (let i = 0; i < 50 && !(stored && stored.status && stored.status.plausibility); i++) {
+    if (i) await new Promise((res) => setTimeout(res, 100));
+    stored = (await getJSON(`/benchmarkruns/${name}`)).body;
+  }
+  eq(stored.status.plausibility && stored.status.plausibility.verdict, 'Implausible', 'the server judges 10 ns implausible');
+  const page = await open('/?view=kernel&kernel=swiglu&pass=forward&metric=latency');
+  await ready(page, 'kernel');
+  const rows = await page.$$eval('.summary-table tbody tr', (t) => t.map((tr) => ({ best: tr.dataset.best, text: tr.textContent })));
+  ok(rows.length && rows.every((r) => r.best === winner), `${winner} stays fastest: ${JSON.stringify(rows.map((r) => r.best))}`);
+  ok(rows.every((r) => !/(^|[^\d.])\d{2,}(\.\d+)?×/.test(r.text)), `no implausible multiple: ${rows.map((r) => r.text)}`);
+  ok((await page.$eval('#fastest-h + p', (p) => p.textContent)).includes('left out (1 here)'), 'says one run was left out');
+  await page.check('input[name="implausible"]');
+  await page.waitForFunction((l) => [...document.querySelectorAll('.summary-table tbody tr')].some((t) => t.dataset.best === l), loser);
+  // Its tooltip and run view say it is faster than the floor, not a percentage in the thousands.
+  const label = await page.$eval(`a.pt[href*="${name}"]`, (a) => a.getAttribute('aria-label'));
+  ok(!/\d{4,}%/.test(label) && label.includes('below the physical floor'), `implausible tooltip: ${label}`);
+  await finish(page);
+});
+
+test('kernel view: achieved GB/s and TFLOP/s, share of peak with the floor, read the right way round', [], async () => {
+  const page = await open('/?view=kernel&kernel=geglu&pass=full&metric=latency');
+  await ready(page, 'kernel');
+  const label = await page.$eval('g.series a.pt', (a) => a.getAttribute('aria-label'));
+  ok(/reaches \d+(\.\d+)?% of peak \(physical floor [\d.]+ (ms|µs|ns|s)\)/.test(label), `share of peak with its floor: ${label}`);
+  ok(/achieved [\d.,]+ GB\/s, [\d.,]+ TFLOP\/s/.test(label) && /at peak \(the floor\): [\d.,]+ GB\/s/.test(label), `achieved rates and the peak: ${label}`);
+  ok(!label.includes('of the physical floor') && !label.includes('of the physical limit'), 'no backwards wording');
+  const name = await page.$eval('g.series a.pt', (a) => new URLSearchParams(a.getAttribute('href').slice(2)).get('name'));
+  await page.goto(`${URL_}/?view=run&name=${encodeURIComponent(name)}`);
+  await ready(page, 'run');
+  const card = await page.$eval('.card[data-verdict="plausibility"] .peak', (p) => p.textContent);
+  ok(/reaches \d+(\.\d+)?% of peak/.test(card) && !card.includes('of the physical floor'), `run view: ${card}`);
+  await finish(page);
+});
+
+test('kernel view: pick one size and see each provider\'s ratio there', [], async () => {
+  const page = await open('/?view=kernel&kernel=embedding&pass=full&metric=latency&gpu=a100-sxm4-80gb');
+  await ready(page, 'kernel');
+  const sizes = await page.$$eval('select[name="size"] option', (os) => os.map((o) => o.value).filter(Boolean));
+  ok(sizes.includes('1024'), `sizes offered: ${sizes}`);
+  await page.selectOption('select[name="size"]', '1024');
+  await page.waitForFunction(() => new URL(location.href).searchParams.get('size') === '1024');
+  await ready(page, 'kernel');
+  const want = embeddingRows('full', 'speed').filter((w) => w.x === 1024);
+  const row = await page.$eval('.summary-table tbody tr', (tr) => ({ best: tr.dataset.best, text: tr.textContent }));
+  const fam = want.filter((w) => row.text.includes(w.fixed.split(' ')[0]));
+  const best = [...fam].sort((a, b) => a.y - b.y)[0];
+  eq(row.best, best.provider, 'the fastest at 1024');
+  for (const w of fam.filter((x) => x.provider !== best.provider)) {
+    const r = w.y / best.y;
+    ok(row.text.includes(`${w.provider} ${r >= 10 ? r.toFixed(1) : Math.abs(r - 1) < 0.01 ? r.toFixed(3) : r.toFixed(2)}×`), `${w.provider}'s ratio at 1024 (${r}): ${row.text}`);
+  }
+  await finish(page);
+});
+
+test('provider colours: one colour and marker per provider on every page', [], async () => {
+  const colours = async (path) => {
+    const page = await open(path);
+    await ready(page, 'kernel');
+    const c = await page.$$eval('g.series', (gs) => gs.map((g) => [g.dataset.series, g.querySelector('path.line').getAttribute('stroke'), g.querySelector('.mark').getAttribute('d').slice(0, 1)]));
+    await finish(page);
+    return new Map(c.map(([n, s]) => [n, s]));
+  };
+  const a = await colours('/?view=kernel&kernel=geglu&pass=full&metric=latency&version=0.2.1');
+  const b = await colours('/?view=kernel&kernel=fused_neighborhood_attention&pass=full&metric=latency');
+  ok(a.get('liger') && b.get('liger'), 'liger on both');
+  eq(a.get('liger'), b.get('liger'), 'liger has one colour');
+  ok(a.get('huggingface') !== a.get('liger') && b.get('torch') !== b.get('liger'), 'providers of one plot differ');
+});
+
+test('kernel view: GPUs side by side share a y-axis; log y when values span more than 10×', [], async () => {
+  const page = await open('/?view=kernel&kernel=fused_neighborhood_attention&pass=full&metric=latency');
+  await ready(page, 'kernel');
+  const secs = await page.$$eval('.families > section', (ss) => ss.map((s) => [...s.querySelectorAll('figure.plot svg.chart')].map((v) => ({
+    ticks: [...v.querySelectorAll('.axis text[text-anchor="end"]')].map((t) => `${t.textContent}@${t.getAttribute('y')}`).join('|'),
+    y: v.querySelector('.axis text[transform]').textContent,
+    y0: v.dataset.y0,
+    y1: v.dataset.y1,
+  }))));
+  const multi = secs.filter((s) => s.length > 1);
+  ok(multi.length, 'a family drawn on two GPUs');
+  for (const s of multi) {
+    ok(s.every((p) => p.ticks === s[0].ticks), `one y-axis, the same ticks at the same heights: ${JSON.stringify(s.map((p) => p.ticks))}`);
+    for (const p of s) ok(p.y.endsWith('(log)'), `log y without asking: ${p.y}`);
+  }
+  await finish(page);
+});
+
+test('catalog: menu counts follow the filters and names fit', [], async () => {
+  const gpu = 'h100-sxm5-80gb';
+  const page = await open(`/?view=catalog&gpu=${gpu}`);
+  await ready(page, 'catalog');
+  const want = (await getJSON(`/facets?labelSelector=gpu%3D${gpu}`)).body.labels.kernel;
+  await page.waitForFunction((n) => document.querySelectorAll('select[name="kernel"] option').length === n + 1, Object.keys(want).length, { timeout: 10000 });
+  const opts = await texts(page, 'select[name="kernel"] option');
+  for (const [k, n] of Object.entries(want)) ok(opts.includes(`${k} (${n.toLocaleString('en-US')})`), `${k} counts ${n} on ${gpu}: ${opts.filter((o) => o.startsWith(k))}`);
+  // The GPU menu itself still offers every GPU (counted under the other filters).
+  ok((await texts(page, 'select[name="gpu"] option')).length > 3, 'other GPUs stay offered');
+  const cut = await page.$$eval('.filters select', (ss) => {
+    const c = document.createElement('canvas').getContext('2d');
+    return ss.flatMap((s) => {
+      const cs = getComputedStyle(s);
+      c.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+      return [...s.options].filter((o) => c.measureText(o.textContent).width + 28 > s.clientWidth).map((o) => `${s.name}: ${o.textContent} (${s.clientWidth}px)`);
+    });
+  });
+  eq(cut.join('; '), '', 'every menu entry fits its menu');
+  await finish(page);
+});
+
+test('catalog: searching cross_entropy finds the cross-entropy runs', [], async () => {
+  const page = await open('/?view=catalog&q=cross_entropy');
+  await ready(page, 'catalog');
+  await page.waitForFunction(() => /\d+ match/.test((document.querySelector('[aria-label="Search results"] .hint') || {}).textContent || ''), null, { timeout: 15000 });
+  const n = await page.$$eval('[aria-label="Search results"] table tbody tr', (t) => t.length);
+  ok(n > 0, `runs found: ${n}`);
+  await finish(page);
+});
+
+test('catalog: the run list shows the swept size and the version', [], async () => {
+  const page = await open('/?view=catalog&kernel=cross_entropy');
+  await ready(page, 'catalog');
+  const head = await texts(page, '#runs-h ~ div table.runs thead th');
+  ok(head.includes('Size') && head.includes('Version'), `columns: ${head}`);
+  const sizes = await texts(page, '#runs-h ~ div table.runs tbody td.size');
+  const versions = await texts(page, '#runs-h ~ div table.runs tbody td.version');
+  ok(sizes.length && sizes.every((s) => /^V = \d+$/.test(s)), `sizes: ${sizes.slice(0, 3)}`);
+  ok(versions.every((v) => v === '0.2.1'), `versions: ${versions.slice(0, 3)}`);
+  await finish(page);
+});
+
+test('phone width: at 400 px the plots reflow and their text stays readable', [], async () => {
+  const page = await open('/?view=kernel&kernel=fused_neighborhood_attention&pass=full&metric=latency', { width: 400, height: 800 });
+  await ready(page, 'kernel');
+  const sizes = await page.$$eval('figure.plot svg .axis text', (ts) => ts.map((t) => t.getBoundingClientRect().height));
+  const least = Math.min(...sizes);
+  ok(least >= 10, `axis text is ${least.toFixed(1)} px high`);
+  ok(await page.evaluate(() => document.documentElement.scrollWidth <= 401), 'no sideways scroll');
+  await shot(page, 'phone-kernel');
+  for (const view of ['regressions', 'leaderboard']) {
+    await page.goto(`${URL_}/?view=${view}`);
+    await ready(page, view);
+    await page.waitForSelector('table tbody tr');
+    const w = await page.evaluate(() => document.documentElement.scrollWidth);
+    ok(w <= 401, `${view}: page is ${w}px wide at 400`);
+  }
+  await finish(page);
+});
+
+test('export: a plot as SVG and PNG, a table as CSV', [], async () => {
+  const page = await open('/?view=kernel&kernel=geglu&pass=full&metric=latency');
+  await ready(page, 'kernel');
+  const svg = await download(page, () => page.click('figure.plot button[data-export="svg"]'));
+  ok(svg.name.endsWith('.svg'), svg.name);
+  const text = svg.body.toString('utf8');
+  ok(text.startsWith('<svg') && text.includes('class="series"') && text.includes('liger'), 'an SVG document with the series');
+  const png = await download(page, () => page.click('figure.plot button[data-export="png"]'));
+  ok(png.name.endsWith('.png') && png.body.subarray(1, 4).toString() === 'PNG' && png.body.length > 2000, `a PNG image (${png.body.length} bytes)`);
+  const csv = await download(page, () => page.click('#fastest-h ~ .controls button[data-export="csv"]'));
+  const lines = csv.body.toString('utf8').trim().split('\r\n');
+  eq(lines[0], 'GPU,Workload family,Fastest,Others,Shared sizes,Implausible left out', 'CSV header');
+  ok(lines.length > 1, 'CSV rows');
+  await page.goto(`${URL_}/?view=regressions`);
+  await ready(page, 'regressions');
+  await page.waitForSelector('table.regressions tbody tr');
+  const reg = await download(page, () => page.click('button[data-export="csv"]'));
+  const rl = reg.body.toString('utf8').trim().split('\r\n');
+  ok(rl[0].startsWith('Verdict,Change,Kernel') && rl.length > 10, `regressions CSV: ${rl[0]}`);
+  await finish(page);
+});
+
+test('daemon: started from the build tree it finds its page, and says where it looked when it cannot', [], async () => {
+  const daemon = process.env.KI_DAEMON;
+  ok(daemon, 'KI_DAEMON is set');
+  const { spawn } = await import('node:child_process');
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const net = await import('node:net');
+  const freePort = () => new Promise((res) => { const srv = net.createServer(); srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => res(p)); }); });
+  const start = async (extra) => {
+    const dir = mkdtempSync(join(tmpdir(), 'ki-static-'));
+    const port = await freePort();
+    const child = spawn(daemon, ['--listen', `127.0.0.1:${port}`, '--data-dir', join(dir, 'data'), '--sync', 'false', ...extra], { cwd: dir, env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=0' } });
+    let log = '';
+    child.stdout.on('data', (d) => { log += d; });
+    child.stderr.on('data', (d) => { log += d; });
+    const base = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 100; i++) {
+      const r = await fetch(`${base}/readyz`).catch(() => null);
+      if (r && r.ok) break;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    return { base, log: () => log, stop: () => new Promise((res) => { child.on('exit', res); child.kill('SIGTERM'); }).then(() => rmSync(dir, { recursive: true, force: true })) };
+  };
+  let d = await start([]);
+  try {
+    const r = await fetch(`${d.base}/`);
+    ok((r.headers.get('content-type') || '').startsWith('text/html'), `GET / without --static-dir is the page (${r.status} ${r.headers.get('content-type')}); log: ${d.log()}`);
+    ok(/web page served from \S+static/.test(d.log()), `the log says where the page is: ${d.log()}`);
+  } finally {
+    await d.stop();
+  }
+  d = await start(['--static-dir', '/nonexistent-page-dir']);
+  try {
+    ok(d.log().includes('/nonexistent-page-dir') && d.log().includes('--static-dir'), `the log names where it looked and the option: ${d.log()}`);
+  } finally {
+    await d.stop();
+  }
 });
 
 /* ---- run them ---- */

@@ -83,11 +83,13 @@ PLURAL = {
     'Workload': 'workloads',
     'Implementation': 'implementations',
     'Verification': 'verifications',
+    'Threshold': 'thresholds',
 }
 SHORT = {
     'benchmarkruns': 'kbr', 'benchmarkprotocols': 'kbp',
     'executionenvironments': 'kee', 'workloads': 'kwl',
     'implementations': 'kimpl', 'verifications': 'kver',
+    'thresholds': 'kth',
 }
 PARTS = ('run', 'protocol', 'environment', 'workload', 'implementation')
 

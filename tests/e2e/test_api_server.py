@@ -368,7 +368,10 @@ def discovery_version_probes_metrics_page():
     eq(j.get('kind'), 'APIResourceList', 'kind')
     eq(j.get('groupVersion'), 'kernelindex.dev/v1alpha1', 'groupVersion')
     res = {x['name']: x for x in j.get('resources', [])}
-    eq(sorted(res), sorted(SHORT), 'the six resources')
+    eq(sorted(res), sorted(list(SHORT) + ['comparisons']),
+       'the seven kinds and comparisons')
+    # Answered and not stored: create is its only verb.
+    eq(res.pop('comparisons').get('verbs'), ['create'], 'comparisons verbs')
     for plural, short in SHORT.items():
         eq(res[plural].get('shortNames'), [short], '%s shortNames' % plural)
         eq(res[plural].get('namespaced'), False, '%s namespaced' % plural)

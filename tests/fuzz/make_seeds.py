@@ -289,6 +289,34 @@ def requests(out, seed, liger):
     out.add('post-protocol', request('POST', G + '/benchmarkprotocols', js,
                                      proto))
     out.add('post-env-wrong-coll', request('POST', C, js, env))
+    # Series, comparisons, thresholds, the leaderboard and CSV.
+    out.add('post-threshold', request('POST', G + '/thresholds', js, {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
+        'metadata': {'name': 'fuzz-pct'},
+        'spec': {'selector': 'provider in (liger,huggingface)',
+                 'test': 'percentage', 'limit': 5, 'window': 3}}))
+    out.add('post-threshold-iqr', request('POST', G + '/thresholds', js, {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
+        'metadata': {'name': 'fuzz-iqr'},
+        'spec': {'test': 'iqr', 'minSample': 2, 'window': 4,
+                 'direction': 'decrease', 'versionLabel': 'liger_version'}}))
+    out.add('post-comparison', request('POST', G + '/comparisons', js, {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Comparison',
+        'metadata': {'name': 'fuzz'},
+        'spec': {'baseline': {'labelSelector': 'liger_version=0.2.1'},
+                 'candidate': {'labelSelector': 'liger_version!=0.2.1'},
+                 'labelSelector': 'gpu=a100-sxm4-80gb',
+                 'thresholdPercent': 2.5, 'includeImplausible': True}}))
+    out.add('get-comparison-csv', request(
+        'GET', G + '/comparisons?baseline=provider%3Dliger&candidate='
+        'provider%3Dhuggingface&thresholdPercent=1&format=csv', k))
+    out.add('get-leaderboard', request(
+        'GET', G + '/leaderboard?gpu=a100-sxm4-80gb&includeImplausible=true',
+        k))
+    out.add('get-series', request(
+        'GET', G + '/series?labelSelector=kernel%3Dembedding', k))
+    out.add('list-csv', request('GET', C + '?labelSelector=pass%3Dfull',
+                                [('Accept', 'text/csv')]))
     if liger:
         out.add('post-ndjson', request(
             'POST', C, [('Content-Type', 'application/x-ndjson')],

@@ -18,11 +18,6 @@ PYTHON3=${PYTHON3:-python3}
 bin=${KI_JCS_DIGEST:-$(dirname "$KI_DAEMON")/tests/jcs/jcs_digest}
 [ -x "$bin" ] || { echo "no $bin: build it with make tests/jcs/jcs_digest" >&2; exit 1; }
 
-if [ ! -d "$here/node_modules/canonicalize" ] ||
-    [ "$here/package-lock.json" -nt "$here/node_modules/.package-lock.json" ]; then
-	(cd "$here" && npm ci --no-audit --no-fund --loglevel=error)
-fi
-
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ki-jcs.XXXXXX")
 pid=
 cleanup() {
@@ -33,6 +28,19 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
+
+# The package goes beside diff.mjs; where the source tree is read-only (make
+# distcheck), both go to the temporary folder instead.
+run=$here
+if [ ! -w "$here" ]; then
+	run=$tmp/node
+	mkdir -p "$run"
+	cp "$here/diff.mjs" "$here/package.json" "$here/package-lock.json" "$run/"
+fi
+if [ ! -d "$run/node_modules/canonicalize" ] ||
+    [ "$run/package-lock.json" -nt "$run/node_modules/.package-lock.json" ]; then
+	(cd "$run" && npm ci --no-audit --no-fund --loglevel=error)
+fi
 
 port=$("$PYTHON3" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 mkdir -p "$tmp/data"
@@ -51,7 +59,7 @@ until curl -fsS "$url/readyz" >/dev/null 2>&1; do
 	sleep 0.1
 done
 rc=0
-(cd "$here" && node diff.mjs "$bin" "$url") || rc=$?
+(cd "$run" && node diff.mjs "$bin" "$url") || rc=$?
 kill "$pid" 2>/dev/null || true
 wait "$pid" 2>/dev/null || true
 pid=

@@ -102,6 +102,7 @@ main(int argc, char **argv)
 		test_store_etcd_register,
 		test_api_register,
 		test_labels_register,
+		test_series_register,
 		test_encode_register,
 		test_jsonpatch_register,
 #ifdef KI_HAVE_LIGER

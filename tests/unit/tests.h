@@ -11,6 +11,7 @@ int test_store_integrity_register(void);
 int test_store_etcd_register(void);
 int test_api_register(void);
 int test_labels_register(void);
+int test_series_register(void);
 int test_encode_register(void);
 int test_jsonpatch_register(void);
 int test_liger_register(void);
