@@ -164,12 +164,55 @@ et_oldest_event(store_txn *t)
 	return t->top->rv > t->top->trim ? t->top->trim + 1 : 0;
 }
 
+int
+et_local_only(store_txn *t, const char *key, size_t klen)
+{
+	et_store *e = es(t);
+	uint8_t kind;
+
+	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
+	    memcmp(key, e->prefix, e->prefix_len) != 0)
+		return 0;
+	kind = (uint8_t)key[e->prefix_len + 2];
+	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
+}
+
+static int
+on_facet_read(void *arg, const char *key, size_t klen, const char *val,
+	size_t vlen)
+{
+	int rc = et_cache_put(arg, key, klen, val, vlen);
+
+	return rc == KI_OK ? 0 : rc;
+}
+
+/* Reads every facet count of kind at once (one range request): a put
+ * changes several, and a batch many objects' (see et_local_only). */
+static int
+facets_read(store_txn *t, int kind)
+{
+	uint8_t k = (uint8_t)kind;
+	char from[64], to[64];
+	size_t n;
+	int rc;
+
+	if ((t->top->facets_read[k / 8] >> (k % 8)) & 1)
+		return KI_OK;
+	n = et_key(es(t), from, 'f', &k, 1);
+	memcpy(to, from, n);
+	rc = et_scan_remote(t, from, n, to, et_prefix_end(to, n), on_facet_read,
+	    t);
+	if (rc == KI_OK)
+		t->top->facets_read[k / 8] |= (uint8_t)(1u << (k % 8));
+	return rc;
+}
+
 /* Adds delta to the count of each facet in the blob. */
 static int
 facets_add(store_txn *t, int kind, const char *f, size_t len, int delta)
 {
 	const char *p = f, *end = f + len;
-	int rc = KI_OK;
+	int rc = facets_read(t, kind);
 
 	while (p < end && rc == KI_OK) {
 		size_t n = strnlen(p, (size_t)(end - p));

@@ -120,6 +120,12 @@ typedef struct et_top {
 	uint64_t writes;
 	et_ent **ents;          /* sorted by key */
 	size_t nents, capents;
+	/* Remote reads' answers at rev (del: absent), sorted by key: a key
+	 * is read from etcd once per transaction. */
+	et_ent **cache;
+	size_t ncache, capcache;
+	/* Kinds whose facet counts are all in the cache (et_local_only). */
+	uint8_t facets_read[32];
 	et_undo *undo;
 	size_t nundo, capundo;
 	int depth;              /* open children */
@@ -177,12 +183,23 @@ size_t et_prefix_end(char *buf, size_t n);
 void *et_alloc(store_txn *t, size_t n);
 int et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	size_t *vlen);
+/* Notes what the transaction's revision holds at key (val NULL: absent)
+ * so that et_get need not ask etcd (a scan's answers). */
+int et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
+	size_t vlen);
+/* Whether key is known absent without a read (a facet count of a kind
+ * whose counts were all read: etcd.c). */
+int et_local_only(store_txn *t, const char *key, size_t klen);
 int et_set(store_txn *t, const char *key, size_t klen, const void *val,
 	size_t vlen);
 int et_del(store_txn *t, const char *key, size_t klen);
 /* Calls fn for each key in [start, end) in order, as t sees it. */
 int et_scan(store_txn *t, const char *start, size_t slen, const char *end,
 	size_t elen, et_scan_fn fn, void *arg);
+/* Like et_scan, over what etcd holds at the revision alone (not the
+ * transaction's writes). */
+int et_scan_remote(store_txn *t, const char *start, size_t slen,
+	const char *end, size_t elen, et_scan_fn fn, void *arg);
 int et_begin(store *s, int write, store_txn **out);
 int et_begin_child(store_txn *parent, store_txn **out);
 int et_commit(store_txn *t);

@@ -73,15 +73,15 @@ keycmp(const char *a, size_t alen, const char *b, size_t blen)
 	return alen < blen ? -1 : alen > blen;
 }
 
-/* The index of the first buffered entry >= key. */
+/* The index of the first entry of the sorted a (n entries) >= key. */
 static size_t
-ent_find(const et_top *w, const char *key, size_t klen)
+arr_find(et_ent *const *a, size_t n, const char *key, size_t klen)
 {
-	size_t lo = 0, hi = w->nents;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const et_ent *x = w->ents[mid];
+		const et_ent *x = a[mid];
 
 		if (keycmp(x->key, x->klen, key, klen) < 0)
 			lo = mid + 1;
@@ -89,6 +89,80 @@ ent_find(const et_top *w, const char *key, size_t klen)
 			hi = mid;
 	}
 	return lo;
+}
+
+/* The index of the first buffered entry >= key. */
+static size_t
+ent_find(const et_top *w, const char *key, size_t klen)
+{
+	return arr_find(w->ents, w->nents, key, klen);
+}
+
+/* What the transaction's revision holds at key, as read before (a
+ * remote read's answer, or absence: del), or NULL when not read yet. The
+ * revision is fixed, so an answer stays true for the transaction. */
+static const et_ent *
+cache_find(const et_top *w, const char *key, size_t klen)
+{
+	size_t i = arr_find(w->cache, w->ncache, key, klen);
+
+	if (i < w->ncache && keycmp(w->cache[i]->key, w->cache[i]->klen, key,
+	    klen) == 0)
+		return w->cache[i];
+	return NULL;
+}
+
+/* Notes a remote read's answer (val NULL: absent); consumes val. */
+static int
+cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
+{
+	size_t i = arr_find(w->cache, w->ncache, key, klen);
+	et_ent *x;
+
+	if (w->ncache == w->capcache) {
+		size_t cap = w->capcache ? w->capcache * 2 : 64;
+		et_ent **g = realloc(w->cache, cap * sizeof(*g));
+
+		if (g == NULL) {
+			free(val);
+			return KI_ENOMEM;
+		}
+		w->cache = g;
+		w->capcache = cap;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL ||
+	    (x->key = malloc(klen + 1)) == NULL) {
+		free(x);
+		free(val);
+		return KI_ENOMEM;
+	}
+	memcpy(x->key, key, klen);
+	x->klen = klen;
+	x->val = val;
+	x->vlen = vlen;
+	x->del = val == NULL;
+	memmove(w->cache + i + 1, w->cache + i,
+	    (w->ncache - i) * sizeof(*w->cache));
+	w->cache[i] = x;
+	w->ncache++;
+	return KI_OK;
+}
+
+int
+et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
+	size_t vlen)
+{
+	char *v = NULL;
+
+	if (cache_find(t->top, key, klen) != NULL)
+		return KI_OK;
+	if (val != NULL) {
+		if ((v = malloc(vlen + 1)) == NULL)
+			return KI_ENOMEM;
+		memcpy(v, val, vlen);
+		v[vlen] = '\0';
+	}
+	return cache_add(t->top, key, klen, v, vlen);
 }
 
 static int
@@ -153,28 +227,39 @@ et_get(store_txn *t, const char *key, size_t klen, const char **val,
 		*vlen = w->ents[i]->vlen;
 		return KI_OK;
 	}
+	{
+		const et_ent *c = cache_find(w, key, klen);
+
+		if (c != NULL) {
+			if (c->del)
+				return KI_ENOTFOUND;
+			*val = c->val;
+			*vlen = c->vlen;
+			return KI_OK;
+		}
+	}
+	if (et_local_only(t, key, klen))
+		return KI_ENOTFOUND;
 	if ((rc = remote_range(t, key, klen, NULL, 0, 0, &resp, &kvs, &more)) !=
 	    KI_OK)
 		return rc;
 	if (kvs == NULL || json_object_array_length(kvs) == 0) {
-		rc = KI_ENOTFOUND;
+		rc = cache_add(w, key, klen, NULL, 0);
+		if (rc == KI_OK)
+			rc = KI_ENOTFOUND;
 		goto out;
 	}
 	if ((rc = et_unb64(json_object_array_get_idx(kvs, 0), "value", &v,
 	    vlen)) != KI_OK)
 		goto out;
-	{
-		char *keep = et_alloc(t, *vlen);
-
-		if (keep == NULL) {
-			rc = KI_ENOMEM;
-			goto out;
-		}
-		if (*vlen > 0)
-			memcpy(keep, v, *vlen);
-		keep[*vlen] = '\0';
-		*val = keep;
+	if (v == NULL && (v = calloc(1, 1)) == NULL) {
+		rc = KI_ENOMEM;
+		goto out;
 	}
+	/* The cache owns it now; it lives as long as the transaction. */
+	*val = v;
+	rc = cache_add(w, key, klen, v, *vlen);
+	v = NULL;
 out:
 	free(v);
 	json_object_put(resp);
@@ -312,12 +397,13 @@ ent_remove(et_top *w, const char *key, size_t klen)
 	}
 }
 
-int
-et_scan(store_txn *t, const char *start, size_t slen, const char *end,
-	size_t elen, et_scan_fn fn, void *arg)
+/* et_scan, or (merge 0) what etcd holds alone, without the buffer. */
+static int
+scan(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg, int merge)
 {
 	et_top *w = t->top;
-	size_t bi = ent_find(w, start, slen);
+	size_t bi = merge ? ent_find(w, start, slen) : w->nents;
 	ki_buf from;
 	int rc = KI_OK, more = 1;
 
@@ -385,6 +471,20 @@ et_scan(store_txn *t, const char *start, size_t slen, const char *end,
 	return rc;
 }
 
+int
+et_scan(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg)
+{
+	return scan(t, start, slen, end, elen, fn, arg, 1);
+}
+
+int
+et_scan_remote(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg)
+{
+	return scan(t, start, slen, end, elen, fn, arg, 0);
+}
+
 /* Reads the m/ keys (one range request) and takes their revision as the
  * transaction's. */
 static int
@@ -449,6 +549,12 @@ top_free(store_txn *t)
 		free(w->ents[i]);
 	}
 	free(w->ents);
+	for (size_t i = 0; i < w->ncache; i++) {
+		free(w->cache[i]->key);
+		free(w->cache[i]->val);
+		free(w->cache[i]);
+	}
+	free(w->cache);
 	for (size_t i = 0; i < w->nundo; i++) {
 		free(w->undo[i].key);
 		free(w->undo[i].val);
