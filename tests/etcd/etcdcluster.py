@@ -102,6 +102,26 @@ class Cluster:
         raise RuntimeError('etcd not healthy after %d s: %s' %
                            (timeout, self.log(0)))
 
+    def leader(self):
+        """The index of the member that leads now (asked of each live
+        member through /v3/maintenance/status), or None."""
+        ids = {}
+        lead = None
+        for i in range(len(self.names)):
+            if self.procs[i] is None:
+                continue
+            req = urllib.request.Request(
+                self.client[i] + '/v3/maintenance/status', data=b'{}',
+                headers={'Content-Type': 'application/json'})
+            try:
+                with urllib.request.urlopen(req, timeout=2) as r:
+                    st = json.loads(r.read())
+            except (OSError, ValueError):
+                continue
+            ids[st['header']['member_id']] = i
+            lead = st.get('leader', lead)
+        return ids.get(lead)
+
     def log(self, i):
         try:
             with open(os.path.join(self.dir, '%s.log' % self.names[i])) as f:
