@@ -187,6 +187,16 @@ int et_get(store_txn *t, const char *key, size_t klen, const char **val,
  * so that et_get need not ask etcd (a scan's answers). */
 int et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
 	size_t vlen);
+/* What the cache holds at key: KI_OK (*val borrowed), KI_ENOTFOUND
+ * (known absent), or 1 (not read yet). */
+int et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen);
+/* The first key in [start, end) the transaction has written and not
+ * deleted: 1 with *key (borrowed), or 0. */
+int et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen);
+/* Whether the transaction has deleted key. */
+int et_buf_deleted(store_txn *t, const char *key, size_t klen);
 /* Whether key is known absent without a read (a facet count of a kind
  * whose counts were all read: etcd.c). */
 int et_local_only(store_txn *t, const char *key, size_t klen);

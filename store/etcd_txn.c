@@ -149,6 +149,48 @@ cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
 }
 
 int
+et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen)
+{
+	const et_ent *c = cache_find(t->top, key, klen);
+
+	if (c == NULL)
+		return 1;
+	if (c->del)
+		return KI_ENOTFOUND;
+	*val = c->val;
+	*vlen = c->vlen;
+	return KI_OK;
+}
+
+int
+et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen)
+{
+	const et_top *w = t->top;
+
+	for (size_t i = ent_find(w, start, slen); i < w->nents &&
+	    keycmp(w->ents[i]->key, w->ents[i]->klen, end, elen) < 0; i++) {
+		if (!w->ents[i]->del) {
+			*key = w->ents[i]->key;
+			*klen = w->ents[i]->klen;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+et_buf_deleted(store_txn *t, const char *key, size_t klen)
+{
+	const et_top *w = t->top;
+	size_t i = ent_find(w, key, klen);
+
+	return i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0 && w->ents[i]->del;
+}
+
+int
 et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
 	size_t vlen)
 {
