@@ -207,19 +207,6 @@ et_oldest_event(store_txn *t)
 	return t->top->rv > t->top->trim ? t->top->trim + 1 : 0;
 }
 
-int
-et_local_only(store_txn *t, const char *key, size_t klen)
-{
-	et_store *e = es(t);
-	uint8_t kind;
-
-	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
-	    memcmp(key, e->prefix, e->prefix_len) != 0)
-		return 0;
-	kind = (uint8_t)key[e->prefix_len + 2];
-	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
-}
-
 static int
 on_facet_read(void *arg, const char *key, size_t klen, const char *val,
 	size_t vlen)

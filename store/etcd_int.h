@@ -198,7 +198,7 @@ int et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
 /* Whether the transaction has deleted key. */
 int et_buf_deleted(store_txn *t, const char *key, size_t klen);
 /* Whether key is known absent without a read (a facet count of a kind
- * whose counts were all read: etcd.c). */
+ * whose counts were all read: see facets_read in etcd.c). */
 int et_local_only(store_txn *t, const char *key, size_t klen);
 int et_set(store_txn *t, const char *key, size_t klen, const void *val,
 	size_t vlen);

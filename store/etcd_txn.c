@@ -112,6 +112,19 @@ cache_find(const et_top *w, const char *key, size_t klen)
 	return NULL;
 }
 
+int
+et_local_only(store_txn *t, const char *key, size_t klen)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	uint8_t kind;
+
+	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
+	    memcmp(key, e->prefix, e->prefix_len) != 0)
+		return 0;
+	kind = (uint8_t)key[e->prefix_len + 2];
+	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
+}
+
 /* Notes a remote read's answer (val NULL: absent); consumes val. */
 static int
 cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
