@@ -57,6 +57,8 @@
 #define ET_HDR 96
 #define ET_PAGE 256            /* keys per range request of a scan */
 #define ET_CONNS 8             /* idle connections kept */
+#define ET_BATCH 100           /* range requests in one prefetching Txn
+                                * (etcd's --max-txn-ops is 128 by default) */
 
 /* One connection (a libcurl easy handle) to the cluster. */
 typedef struct et_conn {
@@ -200,6 +202,11 @@ int et_buf_deleted(store_txn *t, const char *key, size_t klen);
 /* Whether key is known absent without a read (a facet count of a kind
  * whose counts were all read: see facets_read in etcd.c). */
 int et_local_only(store_txn *t, const char *key, size_t klen);
+/* Reads the records of the n ids that neither the buffer nor the cache
+ * holds, up to ET_BATCH in one etcd Txn of range requests at the
+ * transaction's revision, into the cache (a list page's candidates: one
+ * round trip instead of one each). */
+int et_prefetch(store_txn *t, const uint64_t *ids, size_t n);
 int et_set(store_txn *t, const char *key, size_t klen, const void *val,
 	size_t vlen);
 int et_del(store_txn *t, const char *key, size_t klen);

@@ -321,6 +321,73 @@ out:
 	return rc;
 }
 
+int
+et_prefetch(store_txn *t, const uint64_t *ids, size_t n)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	size_t at = 0;
+	int rc = KI_OK;
+
+	while (at < n && rc == KI_OK) {
+		json_object *resp = NULL, *rs;
+		char keys[ET_BATCH][64];
+		size_t klen[ET_BATCH], m = 0;
+		ki_buf b;
+
+		ki_buf_init(&b);
+		ki_buf_puts(&b, "{\"success\":[");
+		for (; at < n && m < ET_BATCH; at++) {
+			size_t kl = et_id_key(e, keys[m], ids[at]), bi;
+
+			bi = ent_find(w, keys[m], kl);
+			if ((bi < w->nents && keycmp(w->ents[bi]->key,
+			    w->ents[bi]->klen, keys[m], kl) == 0) ||
+			    cache_find(w, keys[m], kl) != NULL)
+				continue;
+			if (m > 0)
+				ki_buf_putc(&b, ',');
+			ki_buf_puts(&b, "{\"request_range\":{\"key\":");
+			et_b64(&b, keys[m], kl);
+			ki_buf_printf(&b, ",\"revision\":\"%lld\"}}",
+			    (long long)w->rev);
+			klen[m++] = kl;
+		}
+		ki_buf_puts(&b, "]}");
+		if (m == 0) {
+			ki_buf_free(&b);
+			continue;
+		}
+		rc = b.oom ? KI_ENOMEM :
+		    et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+		ki_buf_free(&b);
+		if (rc == KI_OK && (!json_object_object_get_ex(resp, "responses",
+		    &rs) || json_object_array_length(rs) != m))
+			rc = KI_ESTORE;
+		for (size_t i = 0; i < m && rc == KI_OK; i++) {
+			json_object *rr, *kvs = NULL;
+			char *v = NULL;
+			size_t vl = 0;
+
+			if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+			    "response_range", &rr))
+				json_object_object_get_ex(rr, "kvs", &kvs);
+			if (kvs != NULL && json_object_array_length(kvs) > 0) {
+				rc = et_unb64(json_object_array_get_idx(kvs, 0), "value", &v,
+				    &vl);
+				if (rc == KI_OK && v == NULL && (v = calloc(1, 1)) == NULL)
+					rc = KI_ENOMEM;
+			}
+			if (rc == KI_OK)
+				rc = cache_add(w, keys[i], klen[i], v, vl);
+			else
+				free(v);
+		}
+		json_object_put(resp);
+	}
+	return rc;
+}
+
 /* Records how to undo a change of entry i (absent: had 0) while a child
  * is open. */
 static int
