@@ -109,11 +109,6 @@ typedef struct et_undo {
 	size_t vlen;
 } et_undo;
 
-/* A block of memory that a read handed out, freed with its transaction. */
-typedef struct et_block {
-	struct et_block *next;
-} et_block;
-
 typedef struct et_top {
 	et_conn *conn;
 	int64_t rev;            /* the etcd revision every read reads */
@@ -131,7 +126,6 @@ typedef struct et_top {
 	et_undo *undo;
 	size_t nundo, capundo;
 	int depth;              /* open children */
-	et_block *blocks;
 } et_top;
 
 struct store_txn {
@@ -182,7 +176,9 @@ size_t et_key(const et_store *e, char *buf, char part, const void *rest,
  * range_end for a prefix: trailing 0xff bytes dropped, the last one
  * raised); returns its length. */
 size_t et_prefix_end(char *buf, size_t n);
-void *et_alloc(store_txn *t, size_t n);
+/* The value of key as t sees it: its own write, else etcd's at t's
+ * revision (read once, then kept). *val is borrowed: valid until t ends
+ * or writes key again. KI_ENOTFOUND when absent. */
 int et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	size_t *vlen);
 /* Notes what the transaction's revision holds at key (val NULL: absent)

@@ -50,19 +50,6 @@ et_prefix_end(char *buf, size_t n)
 	return n;
 }
 
-/* Memory that lives as long as the transaction (reads' answers). */
-void *
-et_alloc(store_txn *t, size_t n)
-{
-	et_block *b = malloc(sizeof(et_block) + n + 1);
-
-	if (b == NULL)
-		return NULL;
-	b->next = t->top->blocks;
-	t->top->blocks = b;
-	return b + 1;
-}
-
 static int
 keycmp(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -682,12 +669,6 @@ top_free(store_txn *t)
 		free(w->undo[i].val);
 	}
 	free(w->undo);
-	while (w->blocks != NULL) {
-		et_block *b = w->blocks;
-
-		w->blocks = b->next;
-		free(b);
-	}
 	et_conn_put(e, w->conn);
 	if (t->write)
 		pthread_mutex_unlock(&e->wmu);
