@@ -41,7 +41,7 @@ create_write(store_txn *txn, void *arg)
 	/* A job that may run again (job.rerun) starts from what admission
 	 * left: one element, admitted. */
 	j->any_created = 0;
-	r->location[0] = '\0';
+	r->created = NULL;
 	if (j->job.rerun) {
 		j->u.els[0].failed = 0;
 		api_status_free(&j->u.els[0].st);
@@ -69,9 +69,11 @@ create_write(store_txn *txn, void *arg)
 		/* A dry run gave the object no resourceVersion. */
 		if (rc == KI_OK && d->created && j->dry_run)
 			rc = api_body_set_rv(&r->body, NULL);
-		if (rc == KI_OK && d->created)
-			snprintf(r->location, sizeof(r->location), API_PREFIX "/%s/%s",
-			    d->kind->plural, d->stored_name);
+		if (rc == KI_OK && d->created) {
+			r->created = d->kind;
+			snprintf(r->created_name, sizeof(r->created_name), "%s",
+			    d->stored_name);
+		}
 	} else {
 		render_result(j->u.els, j->u.n, j->dry_run ? rv0 : store_rv(txn),
 		    j->dry_run, &r->body);
@@ -108,7 +110,7 @@ create_done(store_job *job, int commit_rc)
 
 	if (job->rc == KI_OK && commit_rc != KI_OK) {
 		ki_buf_reset(&j->r->body);
-		j->r->location[0] = '\0';
+		j->r->created = NULL;
 		api_fail_rc(j->r, commit_rc, "committing the write");
 	}
 	/* The caller's done() wakes whoever answers with r, and that thread
@@ -207,7 +209,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		rc = store_commit(txn);
 		if (rc != KI_OK) {
 			ki_buf_reset(&r->body);
-			r->location[0] = '\0';
+			r->created = NULL;
 			api_fail_rc(r, rc, "committing the write");
 		} else if (j->any_created && ctx->committed != NULL) {
 			ctx->committed(ctx->committed_arg, rv);

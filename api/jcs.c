@@ -13,6 +13,8 @@
 
 #include <openssl/evp.h>
 
+#include "lib/jsonlex.h"
+
 /* ------------------------------------------------------------------ */
 /* Numbers (RFC 8785 3.2.2.3, ECMA-262 Number::toString)              */
 /* ------------------------------------------------------------------ */
@@ -1048,95 +1050,41 @@ scan_close_object(struct scan *s)
 static int
 scan_string(struct scan *s, struct key_ref *k, size_t *lone)
 {
-	const unsigned char *t = s->t;
-	size_t n = s->n, start = s->i + 1, i = start, run = start;
-	int in_arena = 0;
+	size_t off = s->arena.len;
+	jsonlex_str js;
+	int rc;
 
-	for (;;) {
-		uint32_t c, lo;
-		size_t elen = 2;
-
-		if (i >= n)
-			return KI_EINVAL;
-		if (t[i] == '"')
-			break;
-		if (t[i] != '\\') {
-			i++;
-			continue;
-		}
-		if (n - i < 2)
-			return KI_EINVAL;
-		switch (t[i + 1]) {
-		case '"': c = '"'; break;
-		case '\\': c = '\\'; break;
-		case '/': c = '/'; break;
-		case 'b': c = '\b'; break;
-		case 'f': c = '\f'; break;
-		case 'n': c = '\n'; break;
-		case 'r': c = '\r'; break;
-		case 't': c = '\t'; break;
-		case 'u':
-			if (n - i < 6 || ki_hex4(t + i + 2, &c) != 0)
-				return KI_EINVAL;
-			elen = 6;
-			if (c < 0xD800 || c > 0xDFFF)
-				break;
-			if (c <= 0xDBFF && n - i >= 12 && t[i + 6] == '\\' &&
-			    t[i + 7] == 'u' && ki_hex4(t + i + 8, &lo) == 0 &&
-			    lo >= 0xDC00 && lo <= 0xDFFF) {
-				c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-				elen = 12;
-				break;
-			}
-			if (lone != NULL) {
-				*lone = i;
-				lone = NULL;
-			}
-			c = 0xFFFD;
-			break;
-		default:
-			return KI_EINVAL;
-		}
-		if (k != NULL) {
-			if (!in_arena) {
-				in_arena = 1;
-				k->off = s->arena.len;
-			}
-			if (ki_buf_append(&s->arena, t + run, i - run) != KI_OK ||
-			    ki_buf_put_utf8(&s->arena, c) != KI_OK)
-				return KI_ENOMEM;
-		}
-		i += elen;
-		run = i;
-	}
+	rc = jsonlex_string(s->t, s->n, s->i, 0, k != NULL ? &s->arena : NULL,
+	    &js);
+	if (rc != KI_OK)
+		return rc;
+	if (lone != NULL && js.lone != JSONLEX_NONE)
+		*lone = js.lone;
 	if (k != NULL) {
 		const char *b;
 		const void *z;
 
 		k->pos = s->i;
-		k->in_arena = in_arena;
-		if (in_arena) {
-			if (ki_buf_append(&s->arena, t + run, i - run) != KI_OK)
-				return KI_ENOMEM;
-			k->len = s->arena.len - k->off;
+		k->in_arena = js.decoded;
+		if (js.decoded) {
+			k->off = off;
+			k->len = s->arena.len - off;
 		} else {
-			k->off = start;
-			k->len = i - start;
+			k->off = s->i + 1;
+			k->len = js.end - s->i - 2;
 		}
 		b = key_bytes(s, k);
 		z = memchr(b, '\0', k->len);
 		k->cmp_len = z != NULL ? (size_t)((const char *)z - b) : k->len;
 	}
-	s->i = i + 1;
+	s->i = js.end;
 	return KI_OK;
 }
 
 static void
 scan_ws(struct scan *s)
 {
-	while (s->i < s->n && (s->t[s->i] == ' ' || s->t[s->i] == '\t' ||
-	    s->t[s->i] == '\n' || s->t[s->i] == '\r'))
-		s->i++;
+	s->i = jsonlex_ws(s->t, s->n, s->i);
 }
 
 /* Reads a key of the top object and its colon. Returns 0, KI_EINVAL or
@@ -1273,8 +1221,7 @@ scan_run(struct scan *s)
 			/* A number or a literal (json-c also takes NaN and
 			 * Infinity): everything up to the next delimiter. */
 			start = s->i;
-			while (s->i < s->n && strchr(",]} \t\n\r", s->t[s->i]) == NULL)
-				s->i++;
+			s->i = jsonlex_scalar_end(s->t, s->n, s->i);
 			if (s->mode == SCAN_LOSSY)
 				rc = scan_number(s, start, s->i);
 			break;
@@ -1372,24 +1319,6 @@ api_json_find_lossy(const char *text, size_t n, ki_buf *path,
 /* Characters above U+FFFF that json-c misreads                       */
 /* ------------------------------------------------------------------ */
 
-/* Does the surrogate-pair escape at t[i] ("\uD8xx\uDCxx", 12 bytes) stand
- * for a character json-c 0.16 misreads? Its tokener tests the decoded code
- * point for a surrogate with a 16-bit mask, so a character whose low 16
- * bits lie in 0xD800..0xDFFF (U+1D800, U+2DC00, ...) comes out as U+FFFD.
- * *cp receives the character when the escape is a pair at all. */
-static int
-pair_at(const unsigned char *t, size_t n, size_t i, uint32_t *cp)
-{
-	uint32_t hi, lo;
-
-	if (n - i < 12 || t[i + 1] != 'u' || ki_hex4(t + i + 2, &hi) != 0 ||
-	    hi < 0xD800 || hi > 0xDBFF || t[i + 6] != '\\' || t[i + 7] != 'u' ||
-	    ki_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 || lo > 0xDFFF)
-		return 0;
-	*cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-	return 1;
-}
-
 /* Copies t[0..n) into out with every surrogate-pair escape inside a
  * string written as the character's UTF-8 bytes, which mean the same in
  * JSON. Returns 1 (out holds the copy) when t has a pair json-c misreads,
@@ -1400,6 +1329,7 @@ astral_rewrite(const unsigned char *t, size_t n, ki_buf *out)
 	size_t i, run = 0;
 	int in_str = 0, found = 0, pass;
 	uint32_t cp;
+	size_t elen;
 
 	/* Pass 0 only looks; pass 1 writes, when pass 0 found a pair. */
 	for (pass = 0; pass < 2; pass++) {
@@ -1414,10 +1344,16 @@ astral_rewrite(const unsigned char *t, size_t n, ki_buf *out)
 			}
 			if (!in_str || t[i] != '\\')
 				continue;
-			if (!pair_at(t, n, i, &cp)) {
-				i++; /* the escaped byte ('"' or '\\' too) */
+			/* Past any escape but a pair ('"' or '\\' too). */
+			elen = jsonlex_escape(t, n, i, &cp);
+			if (elen != 12) {
+				i += elen > 2 ? elen - 1 : 1;
 				continue;
 			}
+			/* json-c 0.16 tests the decoded pair for a surrogate
+			 * with a 16-bit mask: a character whose low 16 bits lie
+			 * in 0xD800..0xDFFF (U+1D800, U+2DC00, ...) comes out
+			 * as U+FFFD. */
 			if (pass == 0) {
 				if ((cp & 0xFFFF) >= 0xD800 &&
 				    (cp & 0xFFFF) <= 0xDFFF) {

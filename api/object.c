@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "api/validate.h"
+#include "lib/jsonlex.h"
 
 #define MAX_LABELS 64
 #define MAX_TITLE 256
@@ -290,101 +291,33 @@ typedef struct fast_parser {
 static void
 fast_ws(fast_parser *p)
 {
-	while (p->i < p->n && (p->t[p->i] == ' ' || p->t[p->i] == '\n' ||
-	    p->t[p->i] == '\r' || p->t[p->i] == '\t'))
-		p->i++;
+	p->i = jsonlex_ws(p->t, p->n, p->i);
 }
 
-/* Reads the string whose quote is at p->i. Its bytes are in the text
- * (*s, *len) when it has no escape, else decoded into p->scratch; with
- * to_scratch they are always copied there, NUL-terminated (keys). Returns
- * 0, or -1 to give up. */
+/* Reads the string whose quote is at p->i (strictly: see lib/jsonlex.h).
+ * Its bytes are in the text (*s, *len) when it has no escape, else
+ * decoded into p->scratch; with to_scratch they are always copied there,
+ * NUL-terminated (keys). Returns 0, or -1 to give up. */
 static int
 fast_string(fast_parser *p, int to_scratch, const char **s, size_t *len)
 {
-	const unsigned char *t = p->t;
-	size_t i = p->i + 1, run = i;
-	int esc = 0;
+	jsonlex_str js;
 
 	ki_buf_reset(&p->scratch);
-	for (;;) {
-		unsigned char c;
-		uint32_t u, lo;
-		size_t elen;
-		uint64_t x;
-
-		if (i + 8 <= p->n) {
-			memcpy(&x, t + i, 8);
-			if (!ki_word_needs_look(x)) {
-				i += 8;
-				continue;
-			}
-		}
-		if (i >= p->n)
-			return -1;
-		c = t[i];
-		if (c == '"')
-			break;
-		if (c >= 0x80) {
-			size_t k = ki_utf8_len(t + i, p->n - i);
-
-			if (k == 0)
-				return -1;
-			i += k;
-			continue;
-		}
-		if (c < 0x20)
-			return -1;
-		if (c != '\\') {
-			i++;
-			continue;
-		}
-		if (p->n - i < 2)
-			return -1;
-		elen = 2;
-		switch (t[i + 1]) {
-		case '"': u = '"'; break;
-		case '\\': u = '\\'; break;
-		case '/': u = '/'; break;
-		case 'b': u = '\b'; break;
-		case 'f': u = '\f'; break;
-		case 'n': u = '\n'; break;
-		case 'r': u = '\r'; break;
-		case 't': u = '\t'; break;
-		case 'u':
-			if (p->n - i < 6 || ki_hex4(t + i + 2, &u) != 0 || u == 0)
-				return -1;
-			elen = 6;
-			if (u >= 0xDC00 && u <= 0xDFFF)
-				return -1;
-			if (u >= 0xD800 && u <= 0xDBFF) {
-				if (p->n - i < 12 || t[i + 6] != '\\' || t[i + 7] != 'u' ||
-				    ki_hex4(t + i + 8, &lo) != 0 || lo < 0xDC00 ||
-				    lo > 0xDFFF)
-					return -1;
-				u = 0x10000 + ((u - 0xD800) << 10) + (lo - 0xDC00);
-				elen = 12;
-			}
-			break;
-		default:
-			return -1;
-		}
-		if (ki_buf_append(&p->scratch, t + run, i - run) != KI_OK ||
-		    ki_buf_put_utf8(&p->scratch, u) != KI_OK)
-			return -1;
-		esc = 1;
-		i += elen;
-		run = i;
-	}
-	p->i = i + 1;
-	if (!esc && !to_scratch) {
-		*s = (const char *)t + run;
-		*len = i - run;
+	if (jsonlex_string(p->t, p->n, p->i, JSONLEX_STRICT, &p->scratch,
+	    &js) != KI_OK)
+		return -1;
+	if (!js.decoded && !to_scratch) {
+		*s = (const char *)p->t + p->i + 1;
+		*len = js.end - p->i - 2;
+		p->i = js.end;
 		return 0;
 	}
-	if (ki_buf_append(&p->scratch, t + run, i - run) != KI_OK ||
+	if ((!js.decoded && ki_buf_append(&p->scratch, p->t + p->i + 1,
+	    js.end - p->i - 2) != KI_OK) ||
 	    ki_buf_reserve(&p->scratch, 0) != KI_OK)
 		return -1;
+	p->i = js.end;
 	*s = p->scratch.data;
 	*len = p->scratch.len;
 	return 0;
@@ -396,53 +329,23 @@ static int
 fast_number(fast_parser *p, struct json_object **out)
 {
 	const unsigned char *t = p->t;
-	size_t start = p->i, i = start, digits = 0;
-	int is_double = 0, neg = 0;
+	size_t start = p->i, i;
+	jsonlex_num num;
 	char lit[64];
 
-	if (i < p->n && t[i] == '-') {
-		neg = 1;
-		i++;
-	}
-	if (i < p->n && t[i] == '0') {
-		i++;
-		digits = 1;
-	} else if (i < p->n && t[i] >= '1' && t[i] <= '9') {
-		while (i < p->n && t[i] >= '0' && t[i] <= '9') {
-			i++;
-			digits++;
-		}
-	} else {
+	if (jsonlex_number(t, p->n, start, &num) != KI_OK)
 		return -1;
-	}
-	if (i < p->n && t[i] == '.') {
-		is_double = 1;
-		if (++i >= p->n || t[i] < '0' || t[i] > '9')
-			return -1;
-		while (i < p->n && t[i] >= '0' && t[i] <= '9')
-			i++;
-	}
-	if (i < p->n && (t[i] == 'e' || t[i] == 'E')) {
-		is_double = 1;
-		i++;
-		if (i < p->n && (t[i] == '+' || t[i] == '-'))
-			i++;
-		if (i >= p->n || t[i] < '0' || t[i] > '9')
-			return -1;
-		while (i < p->n && t[i] >= '0' && t[i] <= '9')
-			i++;
-	}
-	p->i = i;
-	if (!is_double) {
+	p->i = i = num.end;
+	if (num.is_int) {
 		int64_t v = 0;
 
 		/* 19 digits may leave the int64 range: the lossy check
 		 * decides. */
-		if (digits > 18)
+		if (num.digits > 18)
 			return -1;
-		for (size_t k = start + (size_t)neg; k < i; k++)
+		for (size_t k = start + (size_t)num.neg; k < i; k++)
 			v = v * 10 + (t[k] - '0');
-		*out = json_object_new_int64(neg ? -v : v);
+		*out = json_object_new_int64(num.neg ? -v : v);
 	} else {
 		char *end;
 		double d;

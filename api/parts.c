@@ -6,116 +6,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/jsonlex.h"
+
 #define PARTS 8        /* per thread */
 #define PART_MAX 65536 /* bytes of a part worth remembering, at most */
 #define ROLE_MAX 16
-
-static const char *
-skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-		p++;
-	return p;
-}
-
-/* The end of the string whose opening quote is at p, or NULL: the first
- * quote after it not escaped (an odd run of backslashes before it). */
-static const char *
-string_end(const char *p, const char *end)
-{
-	for (p++; p < end;) {
-		const char *q = memchr(p, '"', (size_t)(end - p)), *b;
-
-		if (q == NULL)
-			return NULL;
-		for (b = q; b > p && b[-1] == '\\'; b--)
-			;
-		if ((q - b) % 2 == 0)
-			return q + 1;
-		p = q + 1;
-	}
-	return NULL;
-}
-
-/* The end of the value at p, or NULL: strings skipped whole, brackets
- * counted outside them. */
-static const char *
-value_end(const char *p, const char *end, int max_depth)
-{
-	int depth = 0;
-
-	if (p >= end)
-		return NULL;
-	if (*p == '"')
-		return string_end(p, end);
-	if (*p != '{' && *p != '[') {
-		while (p < end && *p != ',' && *p != '}' && *p != ']' &&
-		    *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-			p++;
-		return p;
-	}
-	for (; p < end; p++) {
-		if (*p == '"') {
-			if ((p = string_end(p, end)) == NULL)
-				return NULL;
-			p--;
-		} else if (*p == '{' || *p == '[') {
-			if (++depth > max_depth)
-				return NULL;
-		} else if (*p == '}' || *p == ']') {
-			if (--depth == 0)
-				return p + 1;
-		}
-	}
-	return NULL;
-}
 
 int
 api_members(const char *text, size_t len, int max_depth, api_member *m,
 	size_t *n)
 {
-	const char *p = text, *end = text + len;
+	const unsigned char *t = (const unsigned char *)text;
+	size_t i;
 
 	*n = 0;
-	p = skip_ws(p, end);
-	if (p >= end || *p != '{')
+	i = jsonlex_ws(t, len, 0);
+	if (i >= len || t[i] != '{')
 		return -1;
-	p = skip_ws(p + 1, end);
-	if (p < end && *p == '}')
-		return skip_ws(p + 1, end) == end ? 0 : -1;
+	i = jsonlex_ws(t, len, i + 1);
+	if (i < len && t[i] == '}')
+		return jsonlex_ws(t, len, i + 1) == len ? 0 : -1;
 	for (;;) {
 		api_member *x;
-		const char *k;
+		size_t k;
 
-		if (*n == API_MAX_MEMBERS || p >= end || *p != '"')
+		if (*n == API_MAX_MEMBERS || i >= len || t[i] != '"')
 			return -1;
 		x = &m[(*n)++];
-		x->start = p;
-		if ((k = string_end(p, end)) == NULL)
+		x->start = text + i;
+		if ((k = jsonlex_string_end(t, len, i)) == JSONLEX_NONE)
 			return -1;
-		x->key = p + 1;
-		x->key_len = (size_t)(k - p - 2);
+		x->key = text + i + 1;
+		x->key_len = k - i - 2;
 		if (memchr(x->key, '\\', x->key_len) != NULL)
 			return -1;   /* an escaped key could repeat another */
-		for (size_t i = 0; i + 1 < *n; i++)
-			if (m[i].key_len == x->key_len &&
-			    memcmp(m[i].key, x->key, x->key_len) == 0)
+		for (size_t j = 0; j + 1 < *n; j++)
+			if (m[j].key_len == x->key_len &&
+			    memcmp(m[j].key, x->key, x->key_len) == 0)
 				return -1;
-		p = skip_ws(k, end);
-		if (p >= end || *p != ':')
+		i = jsonlex_ws(t, len, k);
+		if (i >= len || t[i] != ':')
 			return -1;
-		p = skip_ws(p + 1, end);
-		x->val = p;
-		if ((p = value_end(p, end, max_depth)) == NULL)
+		i = jsonlex_ws(t, len, i + 1);
+		x->val = text + i;
+		if ((k = jsonlex_value_end(t, len, i, max_depth)) == JSONLEX_NONE)
 			return -1;
-		x->val_len = (size_t)(p - x->val);
-		p = skip_ws(p, end);
-		if (p < end && *p == ',') {
-			p = skip_ws(p + 1, end);
+		x->val_len = k - i;
+		i = jsonlex_ws(t, len, k);
+		if (i < len && t[i] == ',') {
+			i = jsonlex_ws(t, len, i + 1);
 			continue;
 		}
-		if (p < end && *p == '}')
-			return skip_ws(p + 1, end) == end ? 0 : -1;
+		if (i < len && t[i] == '}')
+			return jsonlex_ws(t, len, i + 1) == len ? 0 : -1;
 		return -1;
 	}
 }

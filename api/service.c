@@ -50,7 +50,7 @@ api_resp_status(api_resp *r, const api_status *st)
 	r->secret = 0;
 	r->etag[0] = '\0';
 	r->cache_control = NULL;
-	r->location[0] = '\0';
+	r->created = NULL;
 	api_status_render(st, &r->body);
 }
 

@@ -72,7 +72,10 @@ typedef struct api_resp {
 	/* HTTP's, set by server/ (etag, cache_control) from the above. */
 	char etag[API_DIGEST_STRLEN + 8];  /* quoted, or empty */
 	const char *cache_control;         /* static string, or NULL */
-	char location[512];                /* the path of the object created */
+	/* The one object a create made (its kind; NULL: none) and the name
+	 * it is stored under, for server/ to derive the Location header. */
+	const api_kind *created;
+	char created_name[KI_MAX_NAME + 1];
 	char *warnings[API_MAX_WARNINGS];  /* texts for Warning: 299 headers */
 	size_t nwarnings;
 	/* Set by an operation that waits for a group commit: the caller

@@ -6,7 +6,7 @@
 set -eu
 pkgs="build-essential autoconf automake libtool pkg-config
 libmicrohttpd-dev libjson-c-dev liblmdb-dev lmdb-utils libssl-dev zlib1g-dev
-libmimalloc-dev libjemalloc-dev
+libmimalloc-dev libjemalloc-dev libsystemd-dev
 libcunit1-dev libcurl4-openssl-dev python3 curl ca-certificates openssl"
 missing=""
 for p in $pkgs; do
@@ -19,6 +19,11 @@ if [ "${1:-}" = "--test" ]; then
 	command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 	command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 	command -v npm >/dev/null 2>&1 || missing="$missing npm"
+	# tests/deploy: systemd-analyze checks the unit, groff and man the
+	# manual pages.
+	command -v systemd-analyze >/dev/null 2>&1 || missing="$missing systemd"
+	command -v groff >/dev/null 2>&1 || missing="$missing groff-base"
+	command -v man >/dev/null 2>&1 || missing="$missing man-db"
 	# tests/e2e/test_http.py reads YAML answers back.
 	dpkg-query -W -f='${Status}\n' python3-yaml 2>/dev/null |
 		grep -q "ok installed" || missing="$missing python3-yaml"

@@ -360,7 +360,7 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 		    "(the store is %s)", cfg->store);
 		return -1;
 	}
-	for (const char *p = cfg->etcd_endpoints; *p != '\0';) {
+	for (const char *p = cfg->etcd_endpoints; *cfg->etcd_endpoints != '\0';) {
 		const char *comma = strchr(p, ',');
 		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
 
@@ -370,7 +370,9 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 			    "http:// or https:// URL", (int)n, p);
 			return -1;
 		}
-		p += comma != NULL ? n + 1 : n;
+		if (comma == NULL)
+			break;
+		p = comma + 1;
 	}
 	if ((cfg->etcd_cert[0] == '\0') != (cfg->etcd_key[0] == '\0')) {
 		snprintf(err, errlen, "etcd-cert and etcd-key go together");

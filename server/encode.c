@@ -6,6 +6,8 @@
 #include <strings.h>
 #include <zlib.h>
 
+#include "lib/jsonlex.h"
+
 #define YAML_MAX_DEPTH 256
 
 /* ---- header lists ---- */
@@ -234,61 +236,26 @@ typedef struct yconv {
 static void
 skip_ws(yconv *y)
 {
-	while (y->p < y->end && (*y->p == ' ' || *y->p == '\t' ||
-	    *y->p == '\n' || *y->p == '\r'))
-		y->p++;
+	y->p += jsonlex_ws((const unsigned char *)y->p,
+	    (size_t)(y->end - y->p), 0);
 }
 
 /* Reads the JSON string at y->p into y->s (raw UTF-8; a lone surrogate
- * becomes U+FFFD). */
+ * becomes U+FFFD, as json-c reads it). */
 static int
 read_string(yconv *y)
 {
+	const unsigned char *t = (const unsigned char *)y->p;
+	jsonlex_str js;
+	int rc;
+
 	ki_buf_reset(&y->s);
-	y->p++;
-	while (y->p < y->end && *y->p != '"') {
-		const char *run = y->p;
-
-		while (y->p < y->end && *y->p != '"' && *y->p != '\\')
-			y->p++;
-		ki_buf_append(&y->s, run, (size_t)(y->p - run));
-		if (y->p < y->end && *y->p == '\\') {
-			uint32_t c, lo;
-
-			if (y->end - y->p < 2)
-				return KI_EINVAL;
-			switch (y->p[1]) {
-			case 'b': ki_buf_putc(&y->s, '\b'); break;
-			case 'f': ki_buf_putc(&y->s, '\f'); break;
-			case 'n': ki_buf_putc(&y->s, '\n'); break;
-			case 'r': ki_buf_putc(&y->s, '\r'); break;
-			case 't': ki_buf_putc(&y->s, '\t'); break;
-			case 'u':
-				if (y->end - y->p < 6 ||
-				    ki_hex4((const unsigned char *)y->p + 2, &c) != 0)
-					return KI_EINVAL;
-				y->p += 4;
-				if (c >= 0xd800 && c < 0xdc00 && y->end - y->p >= 8 &&
-				    y->p[2] == '\\' && y->p[3] == 'u' &&
-				    ki_hex4((const unsigned char *)y->p + 4, &lo) == 0 &&
-				    lo >= 0xdc00 && lo < 0xe000) {
-					c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
-					y->p += 6;
-				} else if (c >= 0xd800 && c < 0xe000) {
-					c = 0xfffd;
-				}
-				ki_buf_put_utf8(&y->s, c);
-				break;
-			default:
-				ki_buf_putc(&y->s, y->p[1]);
-				break;
-			}
-			y->p += 2;
-		}
-	}
-	if (y->p >= y->end)
-		return KI_EINVAL;
-	y->p++;
+	rc = jsonlex_string(t, (size_t)(y->end - y->p), 0, 0, &y->s, &js);
+	if (rc != KI_OK)
+		return rc;
+	if (!js.decoded && ki_buf_append(&y->s, t + 1, js.end - 2) != KI_OK)
+		return KI_ENOMEM;
+	y->p += js.end;
 	return y->s.oom ? KI_ENOMEM : KI_OK;
 }
 

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/version.h"
 #include "lib/log.h"
 #include "server/encode.h"
 #include "lib/thread.h"
@@ -390,6 +391,18 @@ represent(struct MHD_Connection *c, api_resp *r, const char **vary,
 	}
 }
 
+/* Adds the Location header of the object r created: the API names its kind
+ * and name, the path is HTTP's (the collection's, then the name). */
+static void
+add_location(struct MHD_Response *mr, const api_resp *r)
+{
+	char path[sizeof(API_PREFIX) + 64 + sizeof(r->created_name)];
+
+	snprintf(path, sizeof(path), API_PREFIX "/%s/%s", r->created->plural,
+	    r->created_name);
+	MHD_add_response_header(mr, "Location", path);
+}
+
 /* Queues r. A HEAD gets the GET's headers and Content-Length, no body
  * (libmicrohttpd leaves the body out). close_after: the request's framing
  * is not to be trusted, so the connection ends with this answer. */
@@ -453,8 +466,8 @@ headers:
 		MHD_add_response_header(mr, "ETag", r->etag);
 	if (r->cache_control != NULL)
 		MHD_add_response_header(mr, "Cache-Control", r->cache_control);
-	if (r->location[0] != '\0')
-		MHD_add_response_header(mr, "Location", r->location);
+	if (r->created != NULL)
+		add_location(mr, r);
 	if (r->allow != NULL && r->code == 405)
 		MHD_add_response_header(mr, "Allow", r->allow);
 	if (close_after)
@@ -828,8 +841,9 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 			rp = &rq->resp;
 			goto answer;
 		}
-		/* Answer on the next call: queueing now would close the
-		 * connection (measured: 5x slower under keep-alive). */
+		/* Answer on the next call: libmicrohttpd closes the
+		 * connection of an answer queued on the first call, which
+		 * keep-alive clients pay for in new connections. */
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {

@@ -21,6 +21,9 @@
 #include "server/router.h"
 #include "api/verifier.h"
 #include "server/watch.h"
+#ifdef KI_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #ifndef KI_STATIC_DIR
 #define KI_STATIC_DIR "static"
@@ -117,6 +120,23 @@ typedef struct hooks {
 	watch_hub *hub;
 	verifier *ver;
 } hooks;
+
+/* Tells the service manager the daemon's state (a systemd Type=notify
+ * unit): "READY=1" once it serves, "STOPPING=1" when it begins to stop.
+ * Without NOTIFY_SOCKET in the environment it does nothing. */
+static void
+notify(const char *state)
+{
+#ifdef KI_HAVE_SYSTEMD
+	int rc = sd_notify(0, state);
+
+	if (rc < 0)
+		log_warn("cannot notify the service manager (%s): %s", state,
+		    strerror(-rc));
+#else
+	(void)state;
+#endif
+}
 
 /* After each commit: wake the watchers and the verification controller. */
 static void
@@ -515,6 +535,12 @@ main(int argc, char **argv)
 	if (sub > 0)
 		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));
+#ifndef KI_HAVE_SYSTEMD
+	if (getenv("NOTIFY_SOCKET") != NULL)
+		log_warn("NOTIFY_SOCKET is set, but this build cannot notify the "
+		    "service manager (configure --with-systemd): a Type=notify "
+		    "unit will time out");
+#endif
 
 	/* Block the signals before any thread starts, so that only sigwait()
 	 * below sees them. */
@@ -601,6 +627,7 @@ main(int argc, char **argv)
 			    "reads %s", (unsigned long long)ntok, cfg.anonymous_reads ?
 			    "are open" : "need a reader token");
 	}
+	notify("READY=1");
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;
@@ -609,6 +636,7 @@ main(int argc, char **argv)
 		break;
 	}
 	log_info("signal %d: stopping", sig);
+	notify("STOPPING=1");
 	http_stop(hs);
 	api_store_unfollow(st);
 	api_committer_stop(committer);

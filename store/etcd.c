@@ -115,22 +115,65 @@ first_id(void *arg, const char *key, size_t klen, const char *val,
 	return 1;
 }
 
+/* The first id etcd holds for the digest at the transaction's revision
+ * (0: none), read once per transaction: the answer is kept in the cache
+ * under the digest's prefix, a key no entry has (entries add the id). */
+static int
+remote_first(store_txn *t, const char *key, size_t n, const char *end,
+	size_t elen, uint64_t *id)
+{
+	const char *v;
+	size_t vl;
+	uint8_t b[8];
+	int rc = et_cache_get(t, key, n, &v, &vl);
+
+	*id = 0;
+	if (rc == KI_OK && vl == 8)
+		*id = et_get_be64(v);
+	if (rc != 1)
+		return KI_OK;
+	rc = et_scan_remote(t, key, n, end, elen, first_id, id);
+	if (rc != KI_OK && rc != 1)
+		return rc;
+	et_put_be64(b, *id);
+	return et_cache_put(t, key, n, *id != 0 ? (const char *)b : NULL, 8);
+}
+
 static int
 et_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_obj *out)
 {
-	char key[128], end[128];
-	size_t n = et_key(es(t), key, 'd', digest, STORE_DIGEST_LEN);
-	uint64_t id = 0;
+	char key[128], end[128], rkey[128];
+	size_t n = et_key(es(t), key, 'd', digest, STORE_DIGEST_LEN), elen, bl;
+	const char *bk;
+	uint64_t id = 0, rid;
 	int rc;
 
 	memcpy(end, key, n);
-	rc = et_scan(t, key, n, end, et_prefix_end(end, n), first_id, &id);
-	if (rc == 1)
-		rc = et_get_by_seq(t, id, out);
-	else if (rc == KI_OK)
-		rc = KI_ENOTFOUND;
-	return rc;
+	elen = et_prefix_end(end, n);
+	if ((rc = remote_first(t, key, n, end, elen, &rid)) != KI_OK)
+		return rc;
+	if (rid != 0) {
+		uint8_t b[STORE_DIGEST_LEN + 8];
+
+		memcpy(b, digest, STORE_DIGEST_LEN);
+		et_put_be64(b + STORE_DIGEST_LEN, rid);
+		if (et_buf_deleted(t, rkey, et_key(es(t), rkey, 'd', b,
+		    sizeof(b)))) {
+			/* Deleted here: the next one may be anywhere. */
+			rc = et_scan(t, key, n, end, elen, first_id, &id);
+			if (rc == 1)
+				return et_get_by_seq(t, id, out);
+			return rc == KI_OK ? KI_ENOTFOUND : rc;
+		}
+		id = rid;
+	}
+	if (et_buf_first(t, key, n, end, elen, &bk, &bl) &&
+	    (id == 0 || et_get_be64(bk + bl - 8) < id))
+		id = et_get_be64(bk + bl - 8);
+	if (id == 0)
+		return KI_ENOTFOUND;
+	return et_get_by_seq(t, id, out);
 }
 
 static uint64_t
@@ -162,19 +205,6 @@ static uint64_t
 et_oldest_event(store_txn *t)
 {
 	return t->top->rv > t->top->trim ? t->top->trim + 1 : 0;
-}
-
-int
-et_local_only(store_txn *t, const char *key, size_t klen)
-{
-	et_store *e = es(t);
-	uint8_t kind;
-
-	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
-	    memcmp(key, e->prefix, e->prefix_len) != 0)
-		return 0;
-	kind = (uint8_t)key[e->prefix_len + 2];
-	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
 }
 
 static int

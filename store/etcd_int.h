@@ -57,6 +57,8 @@
 #define ET_HDR 96
 #define ET_PAGE 256            /* keys per range request of a scan */
 #define ET_CONNS 8             /* idle connections kept */
+#define ET_BATCH 100           /* range requests in one prefetching Txn
+                                * (etcd's --max-txn-ops is 128 by default) */
 
 /* One connection (a libcurl easy handle) to the cluster. */
 typedef struct et_conn {
@@ -107,11 +109,6 @@ typedef struct et_undo {
 	size_t vlen;
 } et_undo;
 
-/* A block of memory that a read handed out, freed with its transaction. */
-typedef struct et_block {
-	struct et_block *next;
-} et_block;
-
 typedef struct et_top {
 	et_conn *conn;
 	int64_t rev;            /* the etcd revision every read reads */
@@ -129,7 +126,6 @@ typedef struct et_top {
 	et_undo *undo;
 	size_t nundo, capundo;
 	int depth;              /* open children */
-	et_block *blocks;
 } et_top;
 
 struct store_txn {
@@ -180,16 +176,33 @@ size_t et_key(const et_store *e, char *buf, char part, const void *rest,
  * range_end for a prefix: trailing 0xff bytes dropped, the last one
  * raised); returns its length. */
 size_t et_prefix_end(char *buf, size_t n);
-void *et_alloc(store_txn *t, size_t n);
+/* The value of key as t sees it: its own write, else etcd's at t's
+ * revision (read once, then kept). *val is borrowed: valid until t ends
+ * or writes key again. KI_ENOTFOUND when absent. */
 int et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	size_t *vlen);
 /* Notes what the transaction's revision holds at key (val NULL: absent)
  * so that et_get need not ask etcd (a scan's answers). */
 int et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
 	size_t vlen);
+/* What the cache holds at key: KI_OK (*val borrowed), KI_ENOTFOUND
+ * (known absent), or 1 (not read yet). */
+int et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen);
+/* The first key in [start, end) the transaction has written and not
+ * deleted: 1 with *key (borrowed), or 0. */
+int et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen);
+/* Whether the transaction has deleted key. */
+int et_buf_deleted(store_txn *t, const char *key, size_t klen);
 /* Whether key is known absent without a read (a facet count of a kind
- * whose counts were all read: etcd.c). */
+ * whose counts were all read: see facets_read in etcd.c). */
 int et_local_only(store_txn *t, const char *key, size_t klen);
+/* Reads the records of the n ids that neither the buffer nor the cache
+ * holds, up to ET_BATCH in one etcd Txn of range requests at the
+ * transaction's revision, into the cache (a list page's candidates: one
+ * round trip instead of one each). */
+int et_prefetch(store_txn *t, const uint64_t *ids, size_t n);
 int et_set(store_txn *t, const char *key, size_t klen, const void *val,
 	size_t vlen);
 int et_del(store_txn *t, const char *key, size_t klen);

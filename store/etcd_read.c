@@ -248,6 +248,7 @@ et_list_index(store_txn *t, int kind, const store_term *terms,
 		}
 		if (c.n > 1)
 			qsort(c.v, c.n, sizeof(*c.v), cmp_id);
+		rc = et_prefetch(t, c.v, c.n);
 		for (size_t i = 0; i < c.n && rc == KI_OK; i++) {
 			store_obj o;
 

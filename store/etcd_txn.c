@@ -50,19 +50,6 @@ et_prefix_end(char *buf, size_t n)
 	return n;
 }
 
-/* Memory that lives as long as the transaction (reads' answers). */
-void *
-et_alloc(store_txn *t, size_t n)
-{
-	et_block *b = malloc(sizeof(et_block) + n + 1);
-
-	if (b == NULL)
-		return NULL;
-	b->next = t->top->blocks;
-	t->top->blocks = b;
-	return b + 1;
-}
-
 static int
 keycmp(const char *a, size_t alen, const char *b, size_t blen)
 {
@@ -112,6 +99,19 @@ cache_find(const et_top *w, const char *key, size_t klen)
 	return NULL;
 }
 
+int
+et_local_only(store_txn *t, const char *key, size_t klen)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	uint8_t kind;
+
+	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
+	    memcmp(key, e->prefix, e->prefix_len) != 0)
+		return 0;
+	kind = (uint8_t)key[e->prefix_len + 2];
+	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
+}
+
 /* Notes a remote read's answer (val NULL: absent); consumes val. */
 static int
 cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
@@ -146,6 +146,48 @@ cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
 	w->cache[i] = x;
 	w->ncache++;
 	return KI_OK;
+}
+
+int
+et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen)
+{
+	const et_ent *c = cache_find(t->top, key, klen);
+
+	if (c == NULL)
+		return 1;
+	if (c->del)
+		return KI_ENOTFOUND;
+	*val = c->val;
+	*vlen = c->vlen;
+	return KI_OK;
+}
+
+int
+et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen)
+{
+	const et_top *w = t->top;
+
+	for (size_t i = ent_find(w, start, slen); i < w->nents &&
+	    keycmp(w->ents[i]->key, w->ents[i]->klen, end, elen) < 0; i++) {
+		if (!w->ents[i]->del) {
+			*key = w->ents[i]->key;
+			*klen = w->ents[i]->klen;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+et_buf_deleted(store_txn *t, const char *key, size_t klen)
+{
+	const et_top *w = t->top;
+	size_t i = ent_find(w, key, klen);
+
+	return i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0 && w->ents[i]->del;
 }
 
 int
@@ -263,6 +305,73 @@ et_get(store_txn *t, const char *key, size_t klen, const char **val,
 out:
 	free(v);
 	json_object_put(resp);
+	return rc;
+}
+
+int
+et_prefetch(store_txn *t, const uint64_t *ids, size_t n)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	size_t at = 0;
+	int rc = KI_OK;
+
+	while (at < n && rc == KI_OK) {
+		json_object *resp = NULL, *rs;
+		char keys[ET_BATCH][64];
+		size_t klen[ET_BATCH], m = 0;
+		ki_buf b;
+
+		ki_buf_init(&b);
+		ki_buf_puts(&b, "{\"success\":[");
+		for (; at < n && m < ET_BATCH; at++) {
+			size_t kl = et_id_key(e, keys[m], ids[at]), bi;
+
+			bi = ent_find(w, keys[m], kl);
+			if ((bi < w->nents && keycmp(w->ents[bi]->key,
+			    w->ents[bi]->klen, keys[m], kl) == 0) ||
+			    cache_find(w, keys[m], kl) != NULL)
+				continue;
+			if (m > 0)
+				ki_buf_putc(&b, ',');
+			ki_buf_puts(&b, "{\"request_range\":{\"key\":");
+			et_b64(&b, keys[m], kl);
+			ki_buf_printf(&b, ",\"revision\":\"%lld\"}}",
+			    (long long)w->rev);
+			klen[m++] = kl;
+		}
+		ki_buf_puts(&b, "]}");
+		if (m == 0) {
+			ki_buf_free(&b);
+			continue;
+		}
+		rc = b.oom ? KI_ENOMEM :
+		    et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+		ki_buf_free(&b);
+		if (rc == KI_OK && (!json_object_object_get_ex(resp, "responses",
+		    &rs) || json_object_array_length(rs) != m))
+			rc = KI_ESTORE;
+		for (size_t i = 0; i < m && rc == KI_OK; i++) {
+			json_object *rr, *kvs = NULL;
+			char *v = NULL;
+			size_t vl = 0;
+
+			if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+			    "response_range", &rr))
+				json_object_object_get_ex(rr, "kvs", &kvs);
+			if (kvs != NULL && json_object_array_length(kvs) > 0) {
+				rc = et_unb64(json_object_array_get_idx(kvs, 0), "value", &v,
+				    &vl);
+				if (rc == KI_OK && v == NULL && (v = calloc(1, 1)) == NULL)
+					rc = KI_ENOMEM;
+			}
+			if (rc == KI_OK)
+				rc = cache_add(w, keys[i], klen[i], v, vl);
+			else
+				free(v);
+		}
+		json_object_put(resp);
+	}
 	return rc;
 }
 
@@ -560,12 +669,6 @@ top_free(store_txn *t)
 		free(w->undo[i].val);
 	}
 	free(w->undo);
-	while (w->blocks != NULL) {
-		et_block *b = w->blocks;
-
-		w->blocks = b->next;
-		free(b);
-	}
 	et_conn_put(e, w->conn);
 	if (t->write)
 		pthread_mutex_unlock(&e->wmu);

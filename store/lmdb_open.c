@@ -344,8 +344,8 @@ ckpt_finish(store *s)
  * the last call, without waiting for them. Left to the checkpoint's sync,
  * a checkpoint's pages (megabytes: every commit copies the pages it
  * changes) reach the device queue in one burst, and the log writes that
- * commits wait for queue behind it (measured: 2.8 ms a log write during a
- * checkpoint, 0.37 ms outside); sent after each commit, they go out in
+ * commits wait for queue behind it (docs/storage.md has the figures);
+ * sent after each commit, they go out in
  * small groups while the next batch is being prepared, and the sync finds
  * little left to write. Durability does not depend on it. */
 static void

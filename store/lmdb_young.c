@@ -155,9 +155,8 @@ rec_has_digest(store_txn *t, uint64_t id, const uint8_t *digest)
  *
  * A new object's digest is random, so in one B-tree every new object
  * copies a leaf of its own and the branch pages above it: at 64
- * connections, a third of the bytes a POST wrote, and, measured by
- * leaving the index out, 20-35% of the POSTs a second on a store grown to
- * 250,000 runs. So the index has two parts. The main one ("digest8")
+ * connections, a large share of the bytes a POST wrote and of its rate on
+ * a grown store (docs/storage.md has the figures). So the index has two parts. The main one ("digest8")
  * as before. The young one: digests of new objects, written in the order
  * of their ids into one of two tables ("young0", "young1", id -> the
  * digest's first 8 bytes), so that a batch of new objects appends to the

@@ -309,8 +309,11 @@ void store_log(const store *s, int level, const char *fmt, ...)
  * transaction, which saves the child's copy of every page it touches; if
  * it fails after writing, the batch is aborted and run again with every
  * job in a child transaction. Such a job's fn must therefore give the
- * same answer when run again from the start. A failed batch is reported
- * through the store's log hook. */
+ * same answer when run again from the start. A batch whose commit
+ * conflicts with another process's (KI_ECONFLICT: a store several daemons
+ * share) is run again, up to 8 times, when every job in it is marked
+ * rerun; otherwise its jobs are answered with the conflict. A failed batch
+ * is reported through the store's log hook. */
 
 typedef struct store_job store_job;
 /* The work of one request, run inside txn by the committer. Returns 0 to

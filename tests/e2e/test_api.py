@@ -752,8 +752,7 @@ def lone_protocol_location_identity_and_conflicts():
     r = d.post(G + '/benchmarkprotocols', p)
     eq(r.status, 201, 'first POST (%r)' % r)
     loc = r.headers.get('Location') or ''
-    check(loc.endswith('/benchmarkprotocols/lone-protocol'),
-          'Location header %r' % loc)
+    eq(loc, G + '/benchmarkprotocols/lone-protocol', 'Location header')
     path = urllib.parse.urlparse(loc).path if '://' in loc else loc
     g = d.get(path)
     eq(g.status, 200, 'GET the Location')
@@ -762,6 +761,12 @@ def lone_protocol_location_identity_and_conflicts():
     rv = d.list_rv('benchmarkprotocols')
     r = d.post(G + '/benchmarkprotocols', p)
     eq(r.status, 200, 'identical POST')
+    eq(r.headers.get('Location'), None, 'Location when nothing was created')
+    dry = protocol('dry-protocol', harness='dry')
+    r = d.post(G + '/benchmarkprotocols?dryRun=All', dry)
+    eq(r.status, 201, 'dry-run POST')
+    eq(r.headers.get('Location'), G + '/benchmarkprotocols/dry-protocol',
+       'Location of a dry run')
     eq(d.list_rv('benchmarkprotocols'), rv, 'rv after an identical POST')
     # the same content under another name is the same object
     q = mut(put('metadata.name', 'lone-protocol-alias'), p)
@@ -778,6 +783,7 @@ def lone_protocol_location_identity_and_conflicts():
     o = mut(put('spec.measurement.timer', 'cupti'), p)
     r = d.post(G + '/benchmarkprotocols', o)
     st = status_of(r, 409, 'AlreadyExists')
+    eq(r.headers.get('Location'), None, 'Location of a 409')
     check('lone-protocol' in st['message'], 'the 409 names the object: %s' %
           st['message'])
     eq(d.list_rv('benchmarkprotocols'), rv, 'rv after the 409')

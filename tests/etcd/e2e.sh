@@ -8,8 +8,11 @@
 # (KI_DAEMON, KI_DATA_DIR, KI_SRCDIR). Exit status: the number of suites
 # that failed (77 when etcd is not installed).
 set -u
-tests=${*:-../etcd/test_replicas.py test_api.py test_api_server.py \
-test_features.py test_http.py test_restart.py test_kubectl.py}
+# Not by default: test_api_server.py (a 100,000-line upload, too slow
+# over etcd), test_restart.py, test_backup.py, test_crash.py and
+# test_integrity.py (they damage, fill or copy LMDB's own files).
+tests=${*:-../etcd/test_replicas.py test_api.py test_features.py \
+test_http.py test_kubectl.py}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 line=$("$here/start.sh")

@@ -2,6 +2,7 @@
  * numbers, the content digest of the seed, and the raw-text checks. */
 #include "api/jcs.h"
 #include "api/object.h"
+#include "lib/jsonlex.h"
 #include "tests/unit/tests.h"
 
 #include <CUnit/CUnit.h>
@@ -1142,6 +1143,107 @@ test_parse_astral_escapes(void)
 	}
 }
 
+#define U(lit) ((const unsigned char *)(lit))
+
+/* The lexer's primitives, one case each of what their callers rely on:
+ * a quote after an even run of backslashes ends a string, an odd one does
+ * not; escapes decode (a pair to one character, U+1D800 among them, which
+ * json-c misreads); JSONLEX_STRICT refuses what the fast parser must leave
+ * to json-c while the lenient mode reads it as json-c does; numbers follow
+ * JSON's grammar; a value skips brackets inside strings. */
+static void
+test_jsonlex(void)
+{
+	static const struct {
+		const char *text;
+		size_t end;
+	} ends[] = {
+		{ "\"ab\"x", 4 }, { "\"a\\\"b\"", 6 }, { "\"a\\\\\"b", 5 },
+		{ "\"a\\\\\\\"\"", 7 }, { "\"abc", JSONLEX_NONE },
+		{ "\"\\\"", JSONLEX_NONE },
+	};
+	static const struct {
+		const char *text;
+		int strict_ok;  /* JSONLEX_STRICT takes it */
+		const char *decoded; /* lenient mode's contents */
+	} strs[] = {
+		{ "\"plain text over eight bytes\"", 1,
+		    "plain text over eight bytes" },
+		{ "\"tab\\t \\u00e9 \\/\"", 1, "tab\t \xc3\xa9 /" },
+		{ "\"\\ud836\\udc00\"", 1, "\xf0\x9d\xa0\x80" },  /* U+1D800 */
+		{ "\"\\ud800x\"", 0, "\xef\xbf\xbdx" },
+		{ "\"\\udc00\\ud800\"", 0, "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\"a\\u0000b\"", 0, "a\0b" },
+		{ "\"raw\x01\"", 0, "raw\x01" },
+		{ "\"bad \xc3\x28 utf8\"", 0, "bad \xc3\x28 utf8" },
+	};
+	static const struct {
+		const char *text;
+		int ok, is_int;
+		size_t end, digits;
+	} nums[] = {
+		{ "0", 1, 1, 1, 1 }, { "-120,", 1, 1, 4, 3 },
+		{ "1.5e-3]", 1, 0, 6, 1 }, { "01", 1, 1, 1, 1 },
+		{ "1.", 0, 0, 0, 0 }, { "-", 0, 0, 0, 0 }, { "1e+", 0, 0, 0, 0 },
+		{ ".5", 0, 0, 0, 0 },
+	};
+	const char *v = "{\"a\":\"}]\",\"b\":[1,{\"c\":\"\\\"}\"}]} tail";
+	ki_buf out;
+	jsonlex_str js;
+	jsonlex_num num;
+	uint32_t cp = 0;
+	size_t i;
+
+	for (i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		CU_ASSERT_EQUAL(jsonlex_string_end(U(ends[i].text),
+		    strlen(ends[i].text), 0), ends[i].end);
+	ki_buf_init(&out);
+	for (i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
+		const char *t = strs[i].text;
+		size_t n = strlen(t), want = strlen(strs[i].decoded);
+		const char *got;
+
+		if (i == 5)
+			want = 3;   /* "a\0b" */
+		CU_ASSERT_EQUAL(jsonlex_string(U(t), n, 0, JSONLEX_STRICT, NULL,
+		    &js) == KI_OK, strs[i].strict_ok);
+		ki_buf_reset(&out);
+		CU_ASSERT_EQUAL_FATAL(jsonlex_string(U(t), n, 0, 0, &out, &js),
+		    KI_OK);
+		CU_ASSERT_EQUAL(js.end, n);
+		got = js.decoded ? out.data : t + 1;
+		CU_ASSERT_EQUAL(js.decoded ? out.len : n - 2, want);
+		CU_ASSERT(memcmp(got, strs[i].decoded, want) == 0);
+		CU_ASSERT_EQUAL(js.lone, i == 3 || i == 4 ? 1 : JSONLEX_NONE);
+	}
+	ki_buf_free(&out);
+	CU_ASSERT_EQUAL(jsonlex_escape(U("\\ud836\\udc00"), 12, 0, &cp), 12);
+	CU_ASSERT_EQUAL(cp, 0x1D800);
+	CU_ASSERT_EQUAL(jsonlex_escape(U("\\ud836\\u0041"), 12, 0, &cp), 6);
+	CU_ASSERT_EQUAL(cp, 0xD836);
+	CU_ASSERT_EQUAL(jsonlex_escape(U("\\x"), 2, 0, &cp), 0);
+	CU_ASSERT_EQUAL(jsonlex_escape(U("\\u12"), 4, 0, &cp), 0);
+	for (i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		int rc = jsonlex_number(U(nums[i].text), strlen(nums[i].text),
+		    0, &num);
+
+		CU_ASSERT_EQUAL(rc == KI_OK, nums[i].ok);
+		if (rc != KI_OK)
+			continue;
+		CU_ASSERT_EQUAL(num.end, nums[i].end);
+		CU_ASSERT_EQUAL(num.is_int, nums[i].is_int);
+		CU_ASSERT_EQUAL(num.digits, nums[i].digits);
+		CU_ASSERT_EQUAL(num.neg, nums[i].text[0] == '-');
+	}
+	CU_ASSERT_EQUAL(jsonlex_value_end(U(v), strlen(v), 0, 8),
+	    strlen(v) - 5);
+	CU_ASSERT_EQUAL(jsonlex_value_end(U(v), strlen(v), 0, 2), JSONLEX_NONE);
+	CU_ASSERT_EQUAL(jsonlex_value_end(U("[1,2"), 4, 0, 8), JSONLEX_NONE);
+	CU_ASSERT_EQUAL(jsonlex_value_end(U("true}"), 5, 0, 8), 4);
+	CU_ASSERT_EQUAL(jsonlex_value_end(U(",1"), 2, 0, 8), 0);
+	CU_ASSERT_EQUAL(jsonlex_ws(U(" \t\r\n x"), 6, 0), 5);
+}
+
 int
 test_jcs_register(void)
 {
@@ -1173,6 +1275,7 @@ test_jcs_register(void)
 		  test_parse_string_offsets },
 		{ "characters above U+FFFF as escapes, on both paths",
 		  test_parse_astral_escapes },
+		{ "the JSON lexer's primitives", test_jsonlex },
 	};
 	CU_pSuite s;
 	size_t i;

@@ -217,6 +217,102 @@ test_follow(void)
 	free(dir);
 }
 
+/* A job of the committer over store a that, on its first run, lets
+ * store b (another daemon) commit in between; then puts its own name. */
+typedef struct cjob {
+	store_job job;
+	store *other;
+	int runs, done, done_rc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+} cjob;
+
+static int
+cjob_fn(store_txn *t, void *arg)
+{
+	cjob *j = arg;
+
+	if (j->runs++ == 0) {
+		store_txn *o;
+
+		if (store_begin(j->other, 1, &o) != KI_OK)
+			return KI_ESTORE;
+		if (ts_put(o, 1, "meanwhile", 0x41, NULL, NULL, 0) != KI_OK ||
+		    store_commit(o) != KI_OK)
+			return KI_ESTORE;
+	}
+	return ts_put(t, 1, "batched", 0x42, NULL, NULL, 0);
+}
+
+static void
+cjob_done(store_job *job, int rc)
+{
+	cjob *j = (cjob *)(void *)job;
+
+	pthread_mutex_lock(&j->mu);
+	j->done = 1;
+	j->done_rc = rc;
+	pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+}
+
+/* A batch of jobs that may run again is run again when another store
+ * committed while it ran: both writes are kept, the job answered once;
+ * a batch holding a job that may not run again is answered with the
+ * conflict. */
+static void
+test_committer_conflict(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_committer *c;
+	store_txn *t;
+	store_obj ob;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_committer_start(&c, a, 0, NULL, NULL),
+	    KI_OK);
+	for (int rerun = 1; rerun >= 0; rerun--) {
+		cjob j;
+
+		memset(&j, 0, sizeof(j));
+		pthread_mutex_init(&j.mu, NULL);
+		pthread_cond_init(&j.cv, NULL);
+		j.job.fn = cjob_fn;
+		j.job.arg = &j;
+		j.job.done = cjob_done;
+		j.job.rerun = rerun;
+		j.other = b;
+		store_committer_submit(c, &j.job);
+		pthread_mutex_lock(&j.mu);
+		while (!j.done)
+			pthread_cond_wait(&j.cv, &j.mu);
+		pthread_mutex_unlock(&j.mu);
+		if (rerun) {
+			CU_ASSERT_EQUAL(j.runs, 2);
+			CU_ASSERT_EQUAL(j.done_rc, KI_OK);
+			CU_ASSERT_EQUAL_FATAL(store_begin(b, 0, &t), KI_OK);
+			CU_ASSERT_EQUAL(store_get_by_name(t, 1, "batched", 7, &ob),
+			    KI_OK);
+			CU_ASSERT_EQUAL(store_get_by_name(t, 1, "meanwhile", 9, &ob),
+			    KI_OK);
+			CU_ASSERT_EQUAL(store_rv(t), 2);
+			store_abort(t);
+		} else {
+			CU_ASSERT_EQUAL(j.runs, 1);
+			CU_ASSERT_EQUAL(j.done_rc, KI_ECONFLICT);
+		}
+		pthread_mutex_destroy(&j.mu);
+		pthread_cond_destroy(&j.cv);
+	}
+	store_committer_stop(c);
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* No endpoint that answers: the open fails with KI_EIO, nothing leaks. */
 static void
 test_unreachable(void)
@@ -250,6 +346,9 @@ test_store_etcd_register(void)
 	        test_snapshot_isolation) == NULL ||
 	    CU_add_test(s, "backup is etcd's snapshot (a bbolt file)",
 	        test_backup) == NULL ||
+	    CU_add_test(s, "the committer runs a batch of rerunnable jobs again "
+	        "after a conflict, answers the others with it",
+	        test_committer_conflict) == NULL ||
 	    CU_add_test(s, "a following store hears of another's commits",
 	        test_follow) == NULL ||
 	    CU_add_test(s, "no endpoint answers: KI_EIO", test_unreachable) ==
