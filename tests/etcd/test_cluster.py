@@ -35,6 +35,7 @@ REPLICAS = []          # the two daemons
 ACKED = {}             # name -> repetitions, every acknowledged create
 _lock = threading.Lock()
 _next = [1000]
+REFUSALS = []          # the first bytes of each 5xx answer
 
 
 def replica_args():
@@ -73,6 +74,8 @@ def create(d, name, timeout=30):
     if r.status in (200, 201):
         with _lock:
             ACKED[name] = reps
+    elif r.status >= 500:
+        REFUSALS.append(r.body[:200])
     return r.status
 
 
@@ -160,6 +163,8 @@ def member_loss(m, what, tag):
           'refused before it: %r; 40 writes in %.2f s'
           % (what, m, first, refused, time.time() - t0))
     t1 = time.time()
+    if REFUSALS:
+        print('      the last refusal: %r' % REFUSALS[-1])
     ETCD.start(m)
     ETCD.wait_healthy(60)
     print('      m%d restarted: healthy again after %.2f s'
