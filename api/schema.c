@@ -28,10 +28,11 @@ static const char *const timers[] = { "cuda_events", "cupti", "wall_clock",
 	"nsys", "ncu", "hip_events", "rocprof", NULL };
 static const char *const vendors[] = { "nvidia", "amd", "intel", "apple",
 	"google", "aws", "other", NULL };
-static const char *const passes[] = { "forward", "backward", "full", NULL };
+static const char *const passes[] = { "forward", "backward", "full",
+	"unknown", NULL };
 static const char *const dtypes[] = { "float64", "float32", "tfloat32",
 	"float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "int64",
-	"int32", "int16", "int8", "uint8", "bool", "mixed", NULL };
+	"int32", "int16", "int8", "uint8", "bool", "mixed", "unknown", NULL };
 
 /* ---- BenchmarkRun ---- */
 

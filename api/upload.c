@@ -145,6 +145,35 @@ parse_remembering(api_ctx *ctx, const char *text, size_t len,
 	return api_json_parse(text, len, ctx->lim->max_depth, out, st);
 }
 
+/* Fills in the run's spec (borrowed, changed in place) the digest of each
+ * part the bundle carries and the run does not name: ok[j] says whether
+ * e->docs[j] was prepared without a problem. A digest the run names is
+ * left as sent (and checked against the part afterwards); one of a part
+ * that has a problem is not made up. */
+static void
+fill_run_digests(element *e, const int *ok, struct json_object *run)
+{
+	struct json_object *spec;
+
+	if (!json_object_is_type(run, json_type_object) ||
+	    !json_object_object_get_ex(run, "spec", &spec) ||
+	    !json_object_is_type(spec, json_type_object))
+		return;
+	for (size_t j = 0; j < e->ndocs; j++) {
+		const api_kind *k = e->docs[j].kind;
+		struct json_object *s;
+
+		if (!ok[j] || k == NULL || k->ref_field == NULL ||
+		    k->id == API_RUN ||
+		    json_object_object_get_ex(spec, k->ref_field, NULL))
+			continue;
+		s = json_object_new_string(e->docs[j].digest_str);
+		if (s == NULL || json_object_object_add(spec, k->ref_field,
+		    s) != 0)
+			json_object_put(s);
+	}
+}
+
 /* Turns one JSON value (consumed) into e's documents: a bundle, or one
  * object (of kind expect, when non-NULL). prefix prefixes every cause.
  * rem (may be NULL): the bundle's parts taken from memory, and the bytes
@@ -154,6 +183,7 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 	const api_kind *expect, int allow_bundle, remembered *rem)
 {
 	api_doc *run = NULL;
+	int ok[MAX_PARTS] = { 0 };
 	char p[64];
 
 	if (!allow_bundle || !is_bundle(v)) {
@@ -187,6 +217,7 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 		size_t causes = e->st.ncauses, unknown = e->unk.n;
 
 		if (rem != NULL && rem->hit[i].kind != NULL) {
+			ok[e->ndocs] = 1;
 			e->docs[e->ndocs++] = rem->hit[i];
 			memset(&rem->hit[i], 0, sizeof(rem->hit[i]));
 			continue;
@@ -195,8 +226,14 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 			continue;
 		snprintf(p, sizeof(p), "%s%s%s", prefix, *prefix ? "." : "",
 		    part_order[i]);
+		/* A run may leave out the digests of the parts it comes with:
+		 * the server computes them, as it would check them. */
+		if (k->id == API_RUN)
+			fill_run_digests(e, ok, part);
 		api_doc_prepare(&e->docs[e->ndocs], json_object_get(part), p, k,
 		    &e->st, &e->unk);
+		ok[e->ndocs] = e->st.code == 0 && e->st.ncauses == causes &&
+		    e->docs[e->ndocs].kind == k;
 		if (rem != NULL && rem->val[i] != NULL && e->st.code == 0 &&
 		    e->st.ncauses == causes && e->unk.n == unknown &&
 		    e->docs[e->ndocs].kind == k)

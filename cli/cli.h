@@ -23,6 +23,8 @@ enum {
 	                             could not be used */
 	CLI_EXIT_USAGE = 2,       /* the command line is wrong */
 	CLI_EXIT_UNREACHABLE = 3, /* the server could not be reached */
+	CLI_EXIT_REGRESSION = 4,  /* run --baseline: a regression beyond the
+	                             threshold */
 };
 
 /* The default number of bundles per NDJSON upload request. */
@@ -37,6 +39,8 @@ typedef struct cli {
 	const char *token;
 	cli_http *http;  /* made on first use by cli_connect() */
 	int tty;         /* stderr is a terminal: progress may be drawn */
+	int quiet;       /* --quiet: no progress, no per-object lines */
+	int progress_shown; /* a progress line is on stderr */
 } cli;
 
 /* A resource kind as the CLI names it. */
@@ -83,6 +87,24 @@ int cli_read_file(const cli *c, const char *path, ki_buf *b);
 /* Parses a positive count ("500"). Returns 0 or KI_EINVAL. */
 int cli_parse_count(const char *s, size_t *out);
 
+/* The string member key of o, or NULL; borrowed. */
+const char *cli_str_member(struct json_object *o, const char *key);
+
+/* Whether argv[*i] is option a (or its other spelling b) with a value:
+ * "--x V" or "--x=V". Returns 1 and advances *i past it (the value in
+ * *val, borrowed from argv), 0 when it is not this option, -1 when the
+ * value is missing. */
+int cli_take_opt(int argc, char **argv, int *i, const char *a,
+	const char *b, const char **val);
+
+/* Whether argv holds -h or --help (before a "--"). */
+int cli_wants_help(int argc, char **argv);
+
+/* Draws "[####   ] done/total what" on stderr when it is a terminal and
+ * c->quiet is off; cli_progress_clear() erases it before other output. */
+void cli_progress(cli *c, size_t done, size_t total, const char *what);
+void cli_progress_clear(cli *c);
+
 /* Commands: argc/argv start after the command word. Each returns an exit
  * code. */
 int cli_cmd_push(cli *c, int argc, char **argv);
@@ -91,6 +113,8 @@ int cli_cmd_export(cli *c, int argc, char **argv);
 int cli_cmd_get(cli *c, int argc, char **argv);
 int cli_cmd_list(cli *c, int argc, char **argv);
 int cli_cmd_watch(cli *c, int argc, char **argv);
+int cli_cmd_delete(cli *c, int argc, char **argv);
+int cli_cmd_run(cli *c, int argc, char **argv);
 /* cli/compare.c: exits 1 when the comparison found a regression. */
 int cli_cmd_compare(cli *c, int argc, char **argv);
 
@@ -108,12 +132,15 @@ typedef void (*cli_doc_label_fn)(void *arg, size_t i, ki_buf *out);
 /* POSTs ndjson (n documents, one per line, no blank lines) to the
  * benchmarkruns collection, atomically when atomic; adds each document's
  * outcome to t, prints failures and notes to stderr (labelled through
- * label) and, when verbose, each stored object to stdout. bundles, if
+ * label) and each stored object to stdout: every object when verbose is
+ * CLI_VERBOSE_ALL, the runs when CLI_VERBOSE_RUNS, none when 0. bundles, if
  * non-NULL, is the array of the n documents (borrowed): a run refused as
  * AlreadyExists whose stored twin has the same source row and figures is
  * then counted unchanged, "already indexed". Returns 0, or
  * CLI_EXIT_UNREACHABLE after printing why (t then counts the documents as
  * neither). */
+enum { CLI_VERBOSE_ALL = 1, CLI_VERBOSE_RUNS = 2 };
+
 int cli_upload_ndjson(cli *c, const char *ndjson, size_t len, size_t n,
 	struct json_object *bundles, int atomic, int verbose,
 	cli_doc_label_fn label, void *arg, cli_tally *t);

@@ -1,12 +1,14 @@
-/* cli/common.c — what every command of the kernelindex client shares:
- * the kinds and their spellings, error and Status printing, connecting,
- * reading files and counts. */
+/* cli/common.c — what every command of the kernelindex client shares: the
+ * kinds, messages, Status printing, reading files, parsing options, and
+ * the progress bar. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -21,6 +23,10 @@ static const cli_kind kinds[] = {
 	{ "Verification", "verifications", "verification", "kver" },
 	{ "Threshold", "thresholds", "threshold", "kth" },
 };
+
+
+/* ====================================================================== */
+/* Shared helpers                                                          */
 
 const cli_kind *
 cli_kind_lookup(const char *s)
@@ -59,8 +65,8 @@ cli_err(const cli *c, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-static const char *
-str_member(struct json_object *o, const char *key)
+const char *
+cli_str_member(struct json_object *o, const char *key)
 {
 	struct json_object *v;
 
@@ -75,8 +81,8 @@ cli_print_status_obj(const cli *c, const char *prefix,
 	struct json_object *st)
 {
 	struct json_object *details, *causes;
-	const char *msg = str_member(st, "message");
-	const char *reason = str_member(st, "reason");
+	const char *msg = cli_str_member(st, "message");
+	const char *reason = cli_str_member(st, "reason");
 	size_t i;
 
 	(void)c;
@@ -91,9 +97,9 @@ cli_print_status_obj(const cli *c, const char *prefix,
 		return;
 	for (i = 0; i < json_object_array_length(causes); i++) {
 		struct json_object *cause = json_object_array_get_idx(causes, i);
-		const char *field = str_member(cause, "field");
-		const char *cmsg = str_member(cause, "message");
-		const char *creason = str_member(cause, "reason");
+		const char *field = cli_str_member(cause, "field");
+		const char *cmsg = cli_str_member(cause, "message");
+		const char *creason = cli_str_member(cause, "reason");
 
 		fprintf(stderr, "%s  %s: %s%s%s%s\n",
 		    prefix != NULL ? prefix : "",
@@ -114,7 +120,7 @@ cli_print_status(const cli *c, const char *prefix, long code,
 
 	if (body != NULL && len > 0)
 		st = json_tokener_parse(body);
-	kind = str_member(st, "kind");
+	kind = cli_str_member(st, "kind");
 	if (kind != NULL && strcmp(kind, "Status") == 0) {
 		cli_print_status_obj(c, prefix, st);
 	} else {
@@ -211,4 +217,86 @@ cli_parse_count(const char *s, size_t *out)
 		return KI_EINVAL;
 	*out = (size_t)v;
 	return KI_OK;
+}
+
+/* ====================================================================== */
+/* Option parsing                                                          */
+
+/* Whether argv[*i] is option `name` (or one of its spellings a, b) with a
+ * value: "--x V" or "--x=V". Returns 1 and advances *i past it, 0 when it
+ * is not this option, -1 when the value is missing. */
+int
+cli_take_opt(int argc, char **argv, int *i, const char *a, const char *b,
+	const char **val)
+{
+	const char *arg = argv[*i];
+	const char *names[2];
+	int k;
+
+	names[0] = a;
+	names[1] = b;
+	for (k = 0; k < 2; k++) {
+		size_t n;
+
+		if (names[k] == NULL)
+			continue;
+		n = strlen(names[k]);
+		if (strncmp(arg, names[k], n) != 0)
+			continue;
+		if (arg[n] == '=') {
+			*val = arg + n + 1;
+			(*i)++;
+			return 1;
+		}
+		if (arg[n] != '\0')
+			continue;
+		if (*i + 1 >= argc)
+			return -1;
+		*val = argv[*i + 1];
+		*i += 2;
+		return 1;
+	}
+	return 0;
+}
+
+int
+cli_wants_help(int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return 0;
+		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+void
+cli_progress(cli *c, size_t done, size_t total, const char *what)
+{
+	const int width = 30;
+	int fill;
+
+	if (!c->tty || c->quiet || total == 0)
+		return;
+	fill = (int)((double)width * (double)done / (double)total);
+	if (fill > width)
+		fill = width;
+	fprintf(stderr, "\r[%.*s%*s] %zu/%zu %s", fill,
+	    "##############################", width - fill, "", done, total,
+	    what);
+	fflush(stderr);
+	c->progress_shown = 1;
+}
+
+void
+cli_progress_clear(cli *c)
+{
+	if (!c->progress_shown)
+		return;
+	fprintf(stderr, "\r%*s\r", 72, "");
+	fflush(stderr);
+	c->progress_shown = 0;
 }

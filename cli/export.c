@@ -1,10 +1,12 @@
-/* cli/export.c — export liger: reads every Liger run back from the server and
- * writes the rows in the form of Liger's all_benchmark_data.csv. */
+/* cli/export.c — export: reads the runs a selector matches back from the
+ * server and writes them as Liger's all_benchmark_data.csv rows (export
+ * liger) or as plain CSV, one row a run (export csv). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/liger.h"
+#include "harness/liger.h"
 #include "cli/cli.h"
 
 static const char *
@@ -43,9 +45,11 @@ sweep_key(struct json_object *run, ki_buf *out)
 	return out->oom ? KI_ENOMEM : KI_OK;
 }
 
-/* Fetches every run page by page into runs (Liger runs only). */
+/* Fetches every run the selector (NULL: all) matches, page by page, into
+ * runs (Liger runs only when liger_only). */
 static int
-fetch_runs(cli *c, struct json_object *runs)
+fetch_runs(cli *c, const char *selector, int liger_only,
+	struct json_object *runs)
 {
 	ki_buf path, body;
 	char *cont = NULL;
@@ -64,6 +68,10 @@ fetch_runs(cli *c, struct json_object *runs)
 		ki_buf_reset(&body);
 		ki_buf_printf(&path, "%s/benchmarkruns?limit=%d", CLI_API_PREFIX,
 		    CLI_DEFAULT_BATCH);
+		if (selector != NULL) {
+			ki_buf_puts(&path, "&labelSelector=");
+			cli_url_escape(&path, selector);
+		}
 		if (cont != NULL) {
 			ki_buf_puts(&path, "&continue=");
 			cli_url_escape(&path, cont);
@@ -93,7 +101,8 @@ fetch_runs(cli *c, struct json_object *runs)
 			const char *src = str_at(it, "spec", "sourceNative",
 			    "source");
 
-			if (src != NULL && strcmp(src, LIGER_SOURCE) == 0)
+			if (!liger_only || (src != NULL &&
+			    strcmp(src, LIGER_SOURCE) == 0))
 				json_object_array_add(runs, json_object_get(it));
 		}
 		json_object_object_get_ex(page, "metadata", &meta);
@@ -115,26 +124,138 @@ fetch_runs(cli *c, struct json_object *runs)
 	return rc;
 }
 
+/* The figures of a run: median, p20, p80 of its latency (ns) or, without
+ * one, of its peak memory (bytes). Each is NAN when absent. */
+static void
+run_figures(struct json_object *run, double fig[3], const char **unit,
+	const char **metric)
+{
+	static const char *const stats[3] = { "median", "p20", "p80" };
+	struct json_object *spec = NULL, *lat = NULL, *ms = NULL, *v;
+	size_t i;
+	int k, pass;
+
+	for (k = 0; k < 3; k++)
+		fig[k] = NAN;
+	*unit = "";
+	*metric = "";
+	json_object_object_get_ex(run, "spec", &spec);
+	if (json_object_object_get_ex(spec, "timing", &lat) &&
+	    json_object_object_get_ex(lat, "latencyNs", &lat)) {
+		*unit = "ns";
+		*metric = "latency";
+		for (k = 0; k < 3; k++)
+			if (json_object_object_get_ex(lat, stats[k], &v))
+				fig[k] = json_object_get_double(v);
+	}
+	json_object_object_get_ex(spec, "measurements", &ms);
+	/* Latency first; peak memory only for a run without latency. */
+	for (pass = 0; pass < 2 && ms != NULL; pass++) {
+		const char *want = pass == 0 ? "latency" : "peak_memory";
+
+		if (pass == 1 && **metric != '\0')
+			break;
+		for (i = 0; i < json_object_array_length(ms); i++) {
+			struct json_object *m = json_object_array_get_idx(ms, i);
+			const char *mt = cli_str_member(m, "metric");
+			const char *st = cli_str_member(m, "statistic");
+
+			if (mt == NULL || st == NULL || strcmp(mt, want) != 0 ||
+			    !json_object_object_get_ex(m, "value", &v))
+				continue;
+			if (**metric == '\0') {
+				*metric = want;
+				*unit = cli_str_member(m, "unit") ?
+				    cli_str_member(m, "unit") : "";
+			}
+			for (k = 0; k < 3; k++)
+				if (strcmp(st, stats[k]) == 0 && isnan(fig[k]))
+					fig[k] = json_object_get_double(v);
+		}
+	}
+}
+
+static void
+csv_put(ki_buf *out, const char *s, int last)
+{
+	if (s == NULL)
+		s = "";
+	liger_csv_put_field(out, s, strlen(s));
+	ki_buf_puts(out, last ? "\r\n" : ",");
+}
+
+/* One run as a row of plain CSV. */
+static void
+run_csv(struct json_object *r, ki_buf *out)
+{
+	static const char *const label_cols[] = { "kernel", "pass",
+		"provider", "gpu", "dtype" };
+	struct json_object *meta = NULL, *labels = NULL, *ann = NULL;
+	const char *unit, *metric, *ver, *xn, *xv, *sw;
+	char num[3][40], swept[300];
+	double fig[3];
+	size_t k;
+
+	json_object_object_get_ex(r, "metadata", &meta);
+	json_object_object_get_ex(meta, "labels", &labels);
+	json_object_object_get_ex(meta, "annotations", &ann);
+	csv_put(out, cli_str_member(meta, "name"), 0);
+	for (k = 0; k < sizeof(label_cols) / sizeof(label_cols[0]); k++)
+		csv_put(out, cli_str_member(labels, label_cols[k]), 0);
+	run_figures(r, fig, &unit, &metric);
+	csv_put(out, metric, 0);
+	sw = cli_str_member(ann, "kernelindex.dev/swept");
+	xn = cli_str_member(ann, LIGER_ANN_X_NAME);
+	xv = cli_str_member(ann, LIGER_ANN_X_VALUE);
+	if (sw == NULL && xn != NULL && xv != NULL) {
+		snprintf(swept, sizeof(swept), "%s=%s", xn, xv);
+		sw = swept;
+	}
+	csv_put(out, sw, 0);
+	for (k = 0; k < 3; k++) {
+		num[k][0] = '\0';
+		if (!isnan(fig[k]))
+			snprintf(num[k], sizeof(num[k]), "%.17g", fig[k]);
+		csv_put(out, num[k], 0);
+	}
+	csv_put(out, unit, 0);
+	csv_put(out, str_at(r, "status", "plausibility", "verdict"), 0);
+	ver = cli_str_member(labels, "version");
+	csv_put(out, ver != NULL ? ver : cli_str_member(labels,
+	    "liger_version"), 0);
+	csv_put(out, str_at(r, "spec", "sourceNative", "source"), 0);
+	csv_put(out, str_at(r, "spec", "sourceNative", "externalId"), 0);
+	csv_put(out, str_at(r, "spec", "observedAt", NULL), 1);
+}
+
 int
 cli_cmd_export(cli *c, int argc, char **argv)
 {
 	struct json_object *runs = NULL, *hints = NULL;
-	const char *outpath = NULL;
+	const char *outpath = NULL, *selector = NULL;
 	ki_buf csv, err, key;
 	size_t i, n, nbad = 0;
 	FILE *f = stdout;
-	int k, rc;
+	int k, rc, liger;
 
-	if (argc < 1 || strcmp(argv[0], "liger") != 0) {
-		cli_err(c, "usage: export liger [-o FILE]");
+	if (argc < 1 || (strcmp(argv[0], "liger") != 0 &&
+	    strcmp(argv[0], "csv") != 0)) {
+		cli_err(c, "usage: export liger|csv [-l SELECTOR] [-o FILE]");
 		return CLI_EXIT_USAGE;
 	}
-	for (k = 1; k < argc; k++) {
-		if ((strcmp(argv[k], "-o") == 0 ||
-		    strcmp(argv[k], "--output") == 0) && k + 1 < argc) {
-			outpath = argv[++k];
-		} else {
-			cli_err(c, "export: unexpected argument %s", argv[k]);
+	liger = strcmp(argv[0], "liger") == 0;
+	for (k = 1; k < argc;) {
+		const char *v = NULL;
+		int r;
+
+		if ((r = cli_take_opt(argc, argv, &k, "-o", "--output", &v)) > 0)
+			outpath = v;
+		else if (r == 0 && (r = cli_take_opt(argc, argv, &k, "-l",
+		    "--selector", &v)) > 0)
+			selector = v;
+		else {
+			cli_err(c, "export: %s %s", r < 0 ? "a value is missing "
+			    "after" : "unexpected argument", argv[k]);
 			return CLI_EXIT_USAGE;
 		}
 	}
@@ -149,10 +270,18 @@ cli_cmd_export(cli *c, int argc, char **argv)
 		rc = cli_transport_fail(c, KI_ENOMEM);
 		goto out;
 	}
-	rc = fetch_runs(c, runs);
+	rc = fetch_runs(c, selector, liger, runs);
 	if (rc != CLI_EXIT_OK)
 		goto out;
 	n = json_object_array_length(runs);
+	if (!liger) {
+		ki_buf_puts(&csv, "name,kernel,pass,provider,gpu,dtype,metric,"
+		    "swept,median,p20,p80,unit,verdict,version,source,"
+		    "external_id,observed_at\r\n");
+		for (i = 0; i < n; i++)
+			run_csv(json_object_array_get_idx(runs, i), &csv);
+		goto write;
+	}
 	/* One run with annotations per sweep stands in for runs without. */
 	for (i = 0; i < n; i++) {
 		struct json_object *r = json_object_array_get_idx(runs, i);
@@ -180,6 +309,7 @@ cli_cmd_export(cli *c, int argc, char **argv)
 			nbad++;
 		}
 	}
+write:
 	if (csv.oom) {
 		rc = cli_transport_fail(c, KI_ENOMEM);
 		goto out;

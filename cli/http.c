@@ -13,6 +13,7 @@ struct cli_http {
 	CURL *curl;
 	char *server;
 	char *auth;   /* "Authorization: Bearer …" or NULL */
+	const char *accept; /* the Accept header; NULL: application/json */
 	char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -200,7 +201,10 @@ perform(cli_http *h, const char *method, const char *path, const char *ctype,
 		curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(h->curl, CURLOPT_LOW_SPEED_TIME, 300L);
 	}
-	t = curl_slist_append(hdrs, "Accept: application/json");
+	ki_buf_printf(&ct, "Accept: %s", h->accept != NULL ? h->accept :
+	    "application/json");
+	t = ct.oom ? NULL : curl_slist_append(hdrs, ct.data);
+	ki_buf_reset(&ct);
 	if (t == NULL)
 		goto out;
 	hdrs = t;
@@ -237,6 +241,12 @@ out:
 	ki_buf_free(&url);
 	ki_buf_free(&ct);
 	return rc;
+}
+
+void
+cli_http_set_accept(cli_http *h, const char *accept)
+{
+	h->accept = accept;
 }
 
 int

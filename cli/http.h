@@ -32,6 +32,10 @@ const char *cli_http_server(const cli_http *h);
  * valid until the next request. */
 const char *cli_http_error(const cli_http *h);
 
+/* The Accept header of the requests that follow (borrowed, valid while
+ * it is set); NULL: application/json. */
+void cli_http_set_accept(cli_http *h, const char *accept);
+
 /* Performs one request: method "GET"/"POST"/…, path (with its query) is
  * appended to the base URL, body of len bytes with Content-Type ctype
  * (both may be NULL). The response body is appended to resp, the HTTP

@@ -1,6 +1,6 @@
-/* cli/upload.c — the write commands: push (JSON documents, bundles, NDJSON,
- * folders) and import liger (CSV rows converted and uploaded in NDJSON
- * batches), with the per-document accounting of UploadResult answers. */
+/* cli/upload.c — uploads and their accounting (UploadResult answers read
+ * per document), and the push command (JSON documents, bundles, NDJSON,
+ * folders). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -8,24 +8,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/liger.h"
 #include "cli/cli.h"
 
 /* The deepest folder push descends into. */
 #define PUSH_MAX_DEPTH 32
 
 enum outcome { OUT_NONE = 0, OUT_CREATED, OUT_UNCHANGED, OUT_FAILED };
-
-static const char *
-str_member(struct json_object *o, const char *key)
-{
-	struct json_object *v;
-
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) ||
-	    !json_object_is_type(v, json_type_string))
-		return NULL;
-	return json_object_get_string(v);
-}
 
 static enum outcome
 outcome_of(const char *result)
@@ -59,9 +47,9 @@ static void
 print_note(const char *label, struct json_object *item)
 {
 	struct json_object *diff;
-	const char *result = str_member(item, "result");
-	const char *msg = str_member(item, "message");
-	const char *name = str_member(item, "name");
+	const char *result = cli_str_member(item, "result");
+	const char *msg = cli_str_member(item, "message");
+	const char *name = cli_str_member(item, "name");
 	size_t i;
 
 	if (msg == NULL && (result == NULL || outcome_of(result) != OUT_NONE) &&
@@ -77,7 +65,7 @@ print_note(const char *label, struct json_object *item)
 	for (i = 0; i < json_object_array_length(diff); i++) {
 		struct json_object *d = json_object_array_get_idx(diff, i);
 		const char *field = json_object_is_type(d, json_type_string) ?
-		    json_object_get_string(d) : str_member(d, "field");
+		    json_object_get_string(d) : cli_str_member(d, "field");
 
 		fprintf(stderr, "%s:   differs in %s\n", label,
 		    field != NULL ? field : json_object_to_json_string_ext(d,
@@ -140,7 +128,7 @@ already_indexed(cli *c, const char *label, struct json_object *status,
 {
 	struct json_object *run = NULL, *spec = NULL, *meta = NULL, *code = NULL;
 	struct json_object *old = NULL, *ospec = NULL, *osn = NULL, *sn = NULL;
-	const char *name, *reason = str_member(status, "reason");
+	const char *name, *reason = cli_str_member(status, "reason");
 	ki_buf path, body, diff;
 	long http = 0;
 	int same = 0;
@@ -150,7 +138,7 @@ already_indexed(cli *c, const char *label, struct json_object *status,
 	    !json_object_object_get_ex(bundle, "run", &run) ||
 	    !json_object_object_get_ex(run, "spec", &spec) ||
 	    !json_object_object_get_ex(run, "metadata", &meta) ||
-	    (name = str_member(meta, "name")) == NULL)
+	    (name = cli_str_member(meta, "name")) == NULL)
 		return 0;
 	if (!(json_object_object_get_ex(status, "code", &code) &&
 	    json_object_get_int(code) == 409) && !(reason != NULL &&
@@ -160,7 +148,33 @@ already_indexed(cli *c, const char *label, struct json_object *status,
 	ki_buf_init(&body);
 	ki_buf_init(&diff);
 	ki_buf_puts(&path, CLI_API_PREFIX "/benchmarkruns/");
-	cli_url_escape(&path, name);
+	/* Refused for its source row, the run is stored under another name,
+	 * which the message quotes: 'is already stored as BenchmarkRun "N"'. */
+	{
+		const char *msg = cli_str_member(status, "message");
+		const char *q = msg != NULL ? strstr(msg,
+		    "already stored as BenchmarkRun \"") : NULL;
+		const char *e;
+
+		if (q != NULL) {
+			q += strlen("already stored as BenchmarkRun \"");
+			e = strchr(q, '"');
+			if (e != NULL && e > q && (size_t)(e - q) < 254) {
+				ki_buf stored;
+
+				ki_buf_init(&stored);
+				ki_buf_append(&stored, q, (size_t)(e - q));
+				cli_url_escape(&path, stored.data != NULL ?
+				    stored.data : "");
+				ki_buf_free(&stored);
+				name = NULL;
+			}
+		}
+	}
+	if (name != NULL)
+		cli_url_escape(&path, name);
+	else
+		name = path.data + strlen(CLI_API_PREFIX "/benchmarkruns/");
 	if (path.oom || cli_http_request(c->http, "GET", path.data, NULL, NULL,
 	    0, &body, &http) != KI_OK || http != 200)
 		goto out;
@@ -168,13 +182,13 @@ already_indexed(cli *c, const char *label, struct json_object *status,
 	if (!json_object_object_get_ex(old, "spec", &ospec) ||
 	    !json_object_object_get_ex(ospec, "sourceNative", &osn) ||
 	    !json_object_object_get_ex(spec, "sourceNative", &sn) ||
-	    str_member(osn, "source") == NULL ||
-	    str_member(osn, "externalId") == NULL ||
-	    str_member(sn, "source") == NULL ||
-	    str_member(sn, "externalId") == NULL ||
-	    strcmp(str_member(osn, "source"), str_member(sn, "source")) != 0 ||
-	    strcmp(str_member(osn, "externalId"),
-	    str_member(sn, "externalId")) != 0)
+	    cli_str_member(osn, "source") == NULL ||
+	    cli_str_member(osn, "externalId") == NULL ||
+	    cli_str_member(sn, "source") == NULL ||
+	    cli_str_member(sn, "externalId") == NULL ||
+	    strcmp(cli_str_member(osn, "source"), cli_str_member(sn, "source")) != 0 ||
+	    strcmp(cli_str_member(osn, "externalId"),
+	    cli_str_member(sn, "externalId")) != 0)
 		goto out;
 	spec_differences(spec, ospec, &diff);
 	if (diff.oom)
@@ -237,9 +251,9 @@ read_result(cli *c, struct json_object *res, size_t n,
 		for (i = 0; i < json_object_array_length(items); i++) {
 			struct json_object *it = json_object_array_get_idx(items, i);
 			struct json_object *idx = NULL, *st = NULL;
-			const char *result = str_member(it, "result");
-			const char *part = str_member(it, "part");
-			const char *kind = str_member(it, "kind");
+			const char *result = cli_str_member(it, "result");
+			const char *part = cli_str_member(it, "part");
+			const char *kind = cli_str_member(it, "kind");
 			enum outcome o = outcome_of(result);
 			int64_t k;
 
@@ -276,10 +290,12 @@ read_result(cli *c, struct json_object *res, size_t n,
 			    (kind != NULL && strcmp(kind, "BenchmarkRun") == 0))
 				docs[k].run = o;
 			print_note(lab.data, it);
-			if (verbose) {
+			if (verbose == CLI_VERBOSE_ALL ||
+			    (verbose == CLI_VERBOSE_RUNS && kind != NULL &&
+			    strcmp(kind, "BenchmarkRun") == 0)) {
 				const cli_kind *ck = kind != NULL ?
 				    cli_kind_by_kind(kind) : NULL;
-				const char *name = str_member(it, "name");
+				const char *name = cli_str_member(it, "name");
 
 				printf("%s.kernelindex.dev/%s %s\n",
 				    ck != NULL ? ck->singular : "object",
@@ -339,7 +355,7 @@ cli_upload_ndjson(cli *c, const char *ndjson, size_t len, size_t n,
 	}
 	if (status == 200 || status == 201)
 		res = json_tokener_parse(body.data);
-	kind = str_member(res, "kind");
+	kind = cli_str_member(res, "kind");
 	if (kind == NULL || strcmp(kind, "UploadResult") != 0) {
 		/* The whole request was refused: every document failed. */
 		label(arg, 0, &lab);
@@ -368,6 +384,10 @@ out:
 typedef struct push_opts {
 	size_t batch;
 	int atomic;
+	int verbose;        /* 0 or CLI_VERBOSE_ALL */
+	size_t total;       /* bytes of every file (0: unknown, no progress) */
+	size_t done;        /* bytes of the files pushed before this one */
+	size_t ndocs;       /* documents sent */
 	cli_tally tally;
 } push_opts;
 
@@ -442,7 +462,7 @@ push_single(cli *c, const char *file, struct json_object *doc,
 	const char *text, size_t len, push_opts *po)
 {
 	struct json_object *res = NULL;
-	const char *kind = str_member(doc, "kind");
+	const char *kind = cli_str_member(doc, "kind");
 	const cli_kind *ck = kind != NULL ? cli_kind_by_kind(kind) : NULL;
 	ki_buf body, path;
 	long status = 0;
@@ -471,8 +491,8 @@ push_single(cli *c, const char *file, struct json_object *doc,
 		goto out;
 	}
 	res = json_tokener_parse(body.data);
-	if (str_member(res, "kind") != NULL &&
-	    strcmp(str_member(res, "kind"), "UploadResult") == 0) {
+	if (cli_str_member(res, "kind") != NULL &&
+	    strcmp(cli_str_member(res, "kind"), "UploadResult") == 0) {
 		/* A List answers one index per item; a bundle one index. */
 		struct json_object *items = NULL;
 		size_t n = 1, i;
@@ -488,18 +508,20 @@ push_single(cli *c, const char *file, struct json_object *doc,
 				    json_object_get_int64(idx) < 10000000)
 					n = (size_t)json_object_get_int64(idx) + 1;
 			}
-		read_result(c, res, n, NULL, po->atomic, 1, label_file, &file,
-		    &po->tally);
+		read_result(c, res, n, NULL, po->atomic, po->verbose, label_file,
+		    &file, &po->tally);
 	} else {
 		struct json_object *meta = NULL;
 
-		kind = str_member(res, "kind");
+		kind = cli_str_member(res, "kind");
 		ck = kind != NULL ? cli_kind_by_kind(kind) : ck;
 		json_object_object_get_ex(res, "metadata", &meta);
-		printf("%s.kernelindex.dev/%s %s\n",
-		    ck != NULL ? ck->singular : "benchmarkrun",
-		    str_member(meta, "name") != NULL ? str_member(meta, "name") :
-		    file, status == 201 ? "created" : "unchanged");
+		if (po->verbose)
+			printf("%s.kernelindex.dev/%s %s\n",
+			    ck != NULL ? ck->singular : "benchmarkrun",
+			    cli_str_member(meta, "name") != NULL ?
+			    cli_str_member(meta, "name") : file,
+			    status == 201 ? "created" : "unchanged");
 		tally_add(&po->tally, status == 201 ? OUT_CREATED :
 		    OUT_UNCHANGED);
 	}
@@ -555,8 +577,11 @@ push_lines(cli *c, const char *file, const char *text, size_t len,
 		line++;
 		if (n == batch || (pos >= len && n > 0)) {
 			ll.lines = lines;
+			cli_progress_clear(c);
 			rc = cli_upload_ndjson(c, nd.data, nd.len, n, NULL,
-			    po->atomic, 1, label_line, &ll, &po->tally);
+			    po->atomic, po->verbose, label_line, &ll, &po->tally);
+			po->ndocs += n;
+			cli_progress(c, po->done + pos, po->total, "bytes");
 			if (rc != CLI_EXIT_OK)
 				goto out;
 			ki_buf_reset(&nd);
@@ -600,11 +625,15 @@ push_file(cli *c, const char *path, push_opts *po)
 			    push_lines(c, path, nd.data, nd.len, po);
 			ki_buf_free(&nd);
 		} else {
+			cli_progress_clear(c);
 			rc = push_single(c, path, one, text.data, text.len, po);
+			po->ndocs++;
 		}
 	} else {
 		rc = push_lines(c, path, text.data, text.len, po);
 	}
+	po->done += text.len;
+	cli_progress(c, po->done, po->total, "bytes");
 out:
 	json_object_put(one);
 	ki_buf_free(&text);
@@ -617,79 +646,111 @@ cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Pushes every *.json, *.ndjson and *.jsonl under dir, in name order. */
+/* The files a push sends, in order. */
+typedef struct file_list {
+	char **path;
+	size_t n, cap;
+} file_list;
+
 static int
-push_dir(cli *c, const char *dir, int depth, push_opts *po)
+files_add(file_list *l, const char *p)
 {
-	char **names = NULL;
-	size_t n = 0, cap = 0, i;
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? l->cap * 2 : 64;
+		char **q = realloc(l->path, ncap * sizeof(*q));
+
+		if (q == NULL)
+			return KI_ENOMEM;
+		l->path = q;
+		l->cap = ncap;
+	}
+	l->path[l->n] = strdup(p);
+	if (l->path[l->n] == NULL)
+		return KI_ENOMEM;
+	l->n++;
+	return KI_OK;
+}
+
+static void
+files_free(file_list *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n; i++)
+		free(l->path[i]);
+	free(l->path);
+}
+
+/* Adds every *.json, *.ndjson and *.jsonl under dir, in name order.
+ * Returns 0, KI_ENOMEM, or KI_EIO after printing why. */
+static int
+collect_dir(cli *c, const char *dir, int depth, file_list *out)
+{
+	file_list here;
 	struct dirent *de;
 	DIR *d;
-	int rc = CLI_EXIT_OK;
+	size_t i;
+	int rc = KI_OK;
 
+	memset(&here, 0, sizeof(here));
 	if (depth > PUSH_MAX_DEPTH) {
 		cli_err(c, "%s: folders nested too deeply", dir);
-		po->tally.failed++;
-		return CLI_EXIT_OK;
+		return KI_EIO;
 	}
 	d = opendir(dir);
 	if (d == NULL) {
 		cli_err(c, "%s: cannot open the folder", dir);
-		po->tally.failed++;
-		return CLI_EXIT_OK;
+		return KI_EIO;
 	}
-	while ((de = readdir(d)) != NULL) {
+	while (rc == KI_OK && (de = readdir(d)) != NULL) {
 		ki_buf p;
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			char **q = realloc(names, ncap * sizeof(*q));
-
-			if (q == NULL)
-				break;
-			names = q;
-			cap = ncap;
-		}
 		ki_buf_init(&p);
 		ki_buf_printf(&p, "%s/%s", dir, de->d_name);
-		names[n] = ki_buf_steal(&p, NULL);
-		if (names[n] == NULL)
-			break;
-		n++;
+		rc = p.oom ? KI_ENOMEM : files_add(&here, p.data);
+		ki_buf_free(&p);
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_names);
-	for (i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+	if (here.n > 0)
+		qsort(here.path, here.n, sizeof(*here.path), cmp_names);
+	for (i = 0; i < here.n && rc == KI_OK; i++) {
 		struct stat st;
 
-		if (stat(names[i], &st) != 0)
+		if (stat(here.path[i], &st) != 0)
 			continue;
 		if (S_ISDIR(st.st_mode))
-			rc = push_dir(c, names[i], depth + 1, po);
-		else if (S_ISREG(st.st_mode) && (has_suffix(names[i], ".json") ||
-		    has_suffix(names[i], ".ndjson") ||
-		    has_suffix(names[i], ".jsonl")))
-			rc = push_file(c, names[i], po);
+			rc = collect_dir(c, here.path[i], depth + 1, out);
+		else if (S_ISREG(st.st_mode) && (has_suffix(here.path[i],
+		    ".json") || has_suffix(here.path[i], ".ndjson") ||
+		    has_suffix(here.path[i], ".jsonl")))
+			rc = files_add(out, here.path[i]);
 	}
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	files_free(&here);
 	return rc;
 }
 
 int
 cli_cmd_push(cli *c, int argc, char **argv)
 {
+	file_list files;
 	push_opts po;
-	int i, npaths = 0, rc;
+	size_t k;
+	int i, rc = CLI_EXIT_OK, missing = 0, stdin_used = 0;
 
 	memset(&po, 0, sizeof(po));
+	memset(&files, 0, sizeof(files));
 	po.batch = CLI_DEFAULT_BATCH;
 	for (i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--atomic") == 0) {
 			po.atomic = 1;
+		} else if (strcmp(argv[i], "--quiet") == 0 ||
+		    strcmp(argv[i], "-q") == 0) {
+			c->quiet = 1;
+		} else if (strcmp(argv[i], "--verbose") == 0 ||
+		    strcmp(argv[i], "-v") == 0) {
+			po.verbose = CLI_VERBOSE_ALL;
 		} else if (strcmp(argv[i], "--batch") == 0) {
 			if (i + 1 >= argc || cli_parse_count(argv[i + 1],
 			    &po.batch) != KI_OK) {
@@ -700,291 +761,71 @@ cli_cmd_push(cli *c, int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			cli_err(c, "push: unknown option %s", argv[i]);
 			return CLI_EXIT_USAGE;
-		} else {
-			npaths++;
 		}
 	}
-	if (npaths == 0) {
-		cli_err(c, "usage: push FILE|DIR|- …");
-		return CLI_EXIT_USAGE;
-	}
-	if ((rc = cli_connect(c)) != CLI_EXIT_OK)
-		return rc;
+	/* Every path is checked before anything is sent. */
 	for (i = 0; i < argc && rc == CLI_EXIT_OK; i++) {
 		struct stat st;
+		int r = KI_OK;
 
-		if (strcmp(argv[i], "--atomic") == 0)
-			continue;
 		if (strcmp(argv[i], "--batch") == 0) {
 			i++;
 			continue;
 		}
-		if (strcmp(argv[i], "-") != 0 && stat(argv[i], &st) == 0 &&
-		    S_ISDIR(st.st_mode))
-			rc = push_dir(c, argv[i], 0, &po);
-		else
-			rc = push_file(c, argv[i], &po);
-	}
-	if (rc != CLI_EXIT_OK)
-		return rc;
-	printf("pushed %zu documents: %zu created, %zu unchanged, %zu failed\n",
-	    po.tally.created + po.tally.unchanged + po.tally.failed,
-	    po.tally.created, po.tally.unchanged, po.tally.failed);
-	return po.tally.failed > 0 ? CLI_EXIT_REJECTED : CLI_EXIT_OK;
-}
-
-/* ====================================================================== */
-/* import liger                                                            */
-
-typedef struct import_state {
-	cli *c;
-	const char *file;
-	int dry_run;
-	int atomic;
-	size_t batch;
-	size_t total;       /* data records in the file, for the progress */
-	size_t done;        /* rows accounted for */
-	size_t conv_failed; /* rows that could not be converted */
-	ki_buf nd;          /* the batch being filled */
-	struct json_object *bundles; /* the batch's bundles (array) */
-	size_t *lines;      /* the CSV line of each bundle in nd */
-	size_t n, cap;
-	cli_tally tally;
-	int exit;           /* an exit code that stopped the import */
-} import_state;
-
-static void
-label_import(void *arg, size_t i, ki_buf *out)
-{
-	const import_state *s = arg;
-
-	ki_buf_printf(out, "%s: line %zu", s->file, s->lines[i]);
-}
-
-static void
-progress(const import_state *s)
-{
-	int width = 30, fill;
-
-	if (!s->c->tty || s->dry_run || s->total == 0)
-		return;
-	fill = (int)((double)width * (double)s->done / (double)s->total);
-	if (fill > width)
-		fill = width;
-	fprintf(stderr, "\r[%.*s%*s] %zu/%zu rows", fill,
-	    "##############################", width - fill, "", s->done,
-	    s->total);
-	fflush(stderr);
-}
-
-static void
-progress_clear(const import_state *s)
-{
-	if (s->c->tty && !s->dry_run && s->total > 0)
-		fprintf(stderr, "\r%*s\r", 60, "");
-}
-
-/* Uploads the filled batch. Returns 0 or an exit code to stop with. */
-static int
-import_flush(import_state *s)
-{
-	int rc;
-
-	if (s->n == 0)
-		return CLI_EXIT_OK;
-	progress_clear(s);
-	rc = cli_upload_ndjson(s->c, s->nd.data, s->nd.len, s->n, s->bundles,
-	    s->atomic, 0, label_import, s, &s->tally);
-	s->done += s->n;
-	ki_buf_reset(&s->nd);
-	json_object_put(s->bundles);
-	s->bundles = json_object_new_array();
-	s->n = 0;
-	if (s->bundles == NULL && rc == CLI_EXIT_OK)
-		rc = cli_transport_fail(s->c, KI_ENOMEM);
-	progress(s);
-	return rc;
-}
-
-static int
-import_row(void *arg, size_t line, struct json_object *bundle,
-	const char *msg)
-{
-	import_state *s = arg;
-
-	if (bundle == NULL) {
-		progress_clear(s);
-		fprintf(stderr, "%s: %s\n", s->file, msg);
-		s->conv_failed++;
-		s->done++;
-		progress(s);
-		return 0;
-	}
-	if (s->dry_run) {
-		puts(json_object_to_json_string_ext(bundle, CLI_JSON_FLAGS));
-		return 0;
-	}
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 1024;
-		size_t *q = realloc(s->lines, ncap * sizeof(*q));
-
-		if (q == NULL)
-			goto oom;
-		s->lines = q;
-		s->cap = ncap;
-	}
-	if (json_object_array_add(s->bundles, json_object_get(bundle)) != 0) {
-		json_object_put(bundle);
-		goto oom;
-	}
-	s->lines[s->n++] = line;
-	ki_buf_puts(&s->nd, json_object_to_json_string_ext(bundle,
-	    CLI_JSON_FLAGS));
-	ki_buf_putc(&s->nd, '\n');
-	if (s->nd.oom)
-		goto oom;
-	if (!s->atomic && s->n >= s->batch) {
-		s->exit = import_flush(s);
-		return s->exit != CLI_EXIT_OK ? 1 : 0;
-	}
-	return 0;
-oom:
-	s->exit = cli_transport_fail(s->c, KI_ENOMEM);
-	return 1;
-}
-
-/* Counts the data records of a CSV text (the header excluded). */
-static size_t
-count_records(const char *text, size_t len)
-{
-	liger_record r;
-	liger_csv csv;
-	size_t n = 0;
-	int got;
-
-	liger_record_init(&r);
-	liger_csv_init(&csv, text, len);
-	while ((got = liger_csv_next(&csv, &r, NULL)) != 0)
-		if (got == 1 || got == KI_EINVAL || got == KI_ELIMIT)
-			n++;
-		else
-			break;
-	liger_record_free(&r);
-	return n > 0 ? n - 1 : 0;
-}
-
-int
-cli_cmd_import(cli *c, int argc, char **argv)
-{
-	import_state s;
-	const char *file = NULL, *output = NULL;
-	ki_buf text, err;
-	int i, rc;
-
-	memset(&s, 0, sizeof(s));
-	s.c = c;
-	s.batch = CLI_DEFAULT_BATCH;
-	if (argc < 1 || strcmp(argv[0], "liger") != 0) {
-		cli_err(c, "usage: import liger FILE [--batch N] [--atomic] "
-		    "[--dry-run [-o ndjson]]");
-		return CLI_EXIT_USAGE;
-	}
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--dry-run") == 0) {
-			s.dry_run = 1;
-		} else if (strcmp(argv[i], "--atomic") == 0) {
-			s.atomic = 1;
-		} else if (strcmp(argv[i], "--batch") == 0) {
-			if (i + 1 >= argc || cli_parse_count(argv[i + 1],
-			    &s.batch) != KI_OK) {
-				cli_err(c, "import: --batch wants a positive "
-				    "count");
-				return CLI_EXIT_USAGE;
+		if (argv[i][0] == '-' && argv[i][1] != '\0')
+			continue;
+		if (strcmp(argv[i], "-") == 0) {
+			stdin_used = 1;
+			r = files_add(&files, "-");
+		} else if (stat(argv[i], &st) != 0) {
+			cli_err(c, "push: %s: no such file or folder", argv[i]);
+			missing++;
+		} else if (S_ISDIR(st.st_mode)) {
+			r = collect_dir(c, argv[i], 0, &files);
+			if (r == KI_EIO) {
+				missing++;
+				r = KI_OK;
 			}
-			i++;
-		} else if (strcmp(argv[i], "-o") == 0 ||
-		    strcmp(argv[i], "--output") == 0) {
-			if (i + 1 >= argc) {
-				cli_err(c, "import: -o needs a value");
-				return CLI_EXIT_USAGE;
-			}
-			output = argv[++i];
-		} else if (strncmp(argv[i], "-o", 2) == 0 && argv[i][2] != '\0') {
-			output = argv[i] + 2 + (argv[i][2] == '=');
-		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			cli_err(c, "import: unknown option %s", argv[i]);
-			return CLI_EXIT_USAGE;
-		} else if (file == NULL) {
-			file = argv[i];
 		} else {
-			cli_err(c, "import: one FILE only");
-			return CLI_EXIT_USAGE;
+			r = files_add(&files, argv[i]);
 		}
+		if (r != KI_OK)
+			rc = cli_transport_fail(c, r);
 	}
-	if (file == NULL) {
-		cli_err(c, "usage: import liger FILE");
-		return CLI_EXIT_USAGE;
-	}
-	if (output != NULL && (!s.dry_run || strcmp(output, "ndjson") != 0)) {
-		cli_err(c, "import: -o ndjson goes with --dry-run");
-		return CLI_EXIT_USAGE;
-	}
-	if (!s.dry_run && (rc = cli_connect(c)) != CLI_EXIT_OK)
-		return rc;
-	s.bundles = json_object_new_array();
-	if (s.bundles == NULL)
-		return cli_transport_fail(c, KI_ENOMEM);
-	s.file = strcmp(file, "-") == 0 ? "(stdin)" : file;
-	ki_buf_init(&text);
-	ki_buf_init(&err);
-	ki_buf_init(&s.nd);
-	if (cli_read_file(c, file, &text) != KI_OK) {
-		rc = CLI_EXIT_REJECTED;
-		goto out;
-	}
-	s.total = count_records(text.data, text.len);
-	progress(&s);
-	rc = liger_convert_text(text.data, text.len, import_row, &s, &err);
-	if (rc == KI_EINVAL || rc == KI_ENOMEM) {
-		progress_clear(&s);
-		cli_err(c, "%s: %s", s.file, err.data != NULL ? err.data :
-		    ki_strerror(rc));
-		rc = CLI_EXIT_REJECTED;
-		goto out;
-	}
-	if (rc != KI_OK) {
-		progress_clear(&s);
-		rc = s.exit;
-		goto out;
-	}
-	if (s.dry_run) {
-		rc = s.conv_failed > 0 ? CLI_EXIT_REJECTED : CLI_EXIT_OK;
-		if (s.conv_failed > 0)
-			cli_err(c, "%s: %zu rows could not be converted",
-			    s.file, s.conv_failed);
-		goto out;
-	}
-	if (s.atomic && s.conv_failed > 0) {
-		progress_clear(&s);
-		cli_err(c, "%s: %zu rows could not be converted; nothing was "
-		    "uploaded (--atomic)", s.file, s.conv_failed);
-		rc = CLI_EXIT_REJECTED;
-		goto out;
-	}
-	rc = import_flush(&s);
-	progress_clear(&s);
 	if (rc != CLI_EXIT_OK)
 		goto out;
-	s.tally.failed += s.conv_failed;
-	printf("imported %s: %zu rows: %zu created, %zu unchanged, %zu "
-	    "failed\n", s.file, s.tally.created + s.tally.unchanged +
-	    s.tally.failed, s.tally.created, s.tally.unchanged, s.tally.failed);
-	rc = s.tally.failed > 0 ? CLI_EXIT_REJECTED : CLI_EXIT_OK;
+	if (missing > 0) {
+		cli_err(c, "push: nothing was pushed");
+		rc = CLI_EXIT_REJECTED;
+		goto out;
+	}
+	if (files.n == 0) {
+		cli_err(c, "push: no files to push (FILE, DIR of *.json, "
+		    "*.ndjson or *.jsonl, or - for standard input)");
+		rc = argc == 0 ? CLI_EXIT_USAGE : CLI_EXIT_REJECTED;
+		goto out;
+	}
+	if ((rc = cli_connect(c)) != CLI_EXIT_OK)
+		goto out;
+	for (k = 0; k < files.n && !stdin_used; k++) {
+		struct stat st;
+
+		if (stat(files.path[k], &st) == 0)
+			po.total += (size_t)st.st_size;
+	}
+	cli_progress(c, 0, po.total, "bytes");
+	for (k = 0; k < files.n && rc == CLI_EXIT_OK; k++)
+		rc = push_file(c, files.path[k], &po);
+	cli_progress_clear(c);
+	if (rc != CLI_EXIT_OK)
+		goto out;
+	k = po.tally.created + po.tally.unchanged + po.tally.failed;
+	printf("pushed %zu file%s, %zu document%s: %zu created, %zu "
+	    "unchanged, %zu failed\n", files.n, files.n == 1 ? "" : "s", k,
+	    k == 1 ? "" : "s", po.tally.created, po.tally.unchanged,
+	    po.tally.failed);
+	rc = po.tally.failed > 0 ? CLI_EXIT_REJECTED : CLI_EXIT_OK;
 out:
-	json_object_put(s.bundles);
-	free(s.lines);
-	ki_buf_free(&s.nd);
-	ki_buf_free(&text);
-	ki_buf_free(&err);
+	files_free(&files);
 	return rc;
 }

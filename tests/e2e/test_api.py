@@ -319,9 +319,11 @@ def cases():
     add(Case('missing_observed_at', mut(put('run.spec.observedAt', DELETE)),
              code=422, reason='Invalid', fields=['run.spec.observedAt'],
              words=['required']))
-    add(Case('missing_protocol_digest',
-             mut(put('run.spec.protocolDigest', DELETE)), code=422,
-             reason='Invalid', fields=['run.spec.protocolDigest'],
+    # A bundle's run may leave out the digest of a part it carries (the
+    # server fills it in), not of one it does not: the seed has no workload.
+    add(Case('missing_digest_of_a_part_not_bundled',
+             mut(put('run.spec.workloadDigest', DELETE)), code=422,
+             reason='Invalid', fields=['run.spec.workloadDigest'],
              words=['required']))
     add(Case('missing_timer', mut(put('protocol.spec.measurement.timer',
                                       DELETE)),

@@ -107,6 +107,7 @@ main(int argc, char **argv)
 		test_jsonpatch_register,
 #ifdef KI_HAVE_LIGER
 		test_liger_register,
+		test_liger_variants_register,
 #endif
 #ifdef KI_HAVE_COSTMODEL
 		test_gpu_register,

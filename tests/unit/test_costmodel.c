@@ -12,7 +12,7 @@
 #include "physics/costmodel.h"
 #include "physics/gpu.h"
 #ifdef KI_HAVE_LIGER
-#include "api/liger.h"
+#include "harness/liger.h"
 #endif
 #include "lib/ki.h"
 #include "tests/unit/tests.h"
@@ -356,7 +356,7 @@ one_dimensional_memory_row(char **f)
 }
 
 /* The row's workload parameters: its config plus x. canonical: renamed
- * through the importer's table (api/liger.c), the single source of truth
+ * through the importer's table (harness/liger_tables.c), the single source of truth
  * for parameter names; else Liger's own keys, which the model also reads.
  * rows_override > 0 replaces the rows ("M"). Caller puts the result;
  * NULL on a config that is not a JSON object. */

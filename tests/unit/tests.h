@@ -15,6 +15,7 @@ int test_series_register(void);
 int test_encode_register(void);
 int test_jsonpatch_register(void);
 int test_liger_register(void);
+int test_liger_variants_register(void);
 int test_gpu_register(void);
 int test_costmodel_register(void);
 

@@ -1,7 +1,8 @@
-/* api/liger.h — Liger-Kernel benchmark CSV rows turned into kernelindex bundles
- * (run, protocol, environment, workload, implementation), and back. */
-#ifndef API_LIGER_H
-#define API_LIGER_H
+/* harness/liger.h — Liger-Kernel benchmark CSV rows turned into kernelindex
+ * bundles (run, protocol, environment, workload, implementation), and back.
+ * Linked by the CLI and the tests; the daemon does not need it. */
+#ifndef HARNESS_LIGER_H
+#define HARNESS_LIGER_H
 
 #include <json-c/json.h>
 #include <stddef.h>
@@ -11,8 +12,8 @@
 /* The value of every Liger run's sourceNative.source. */
 #define LIGER_SOURCE "liger-kernel-bench"
 
-/* The longest run name the importer produces (the seed's run name is cut
- * at this length). */
+/* The longest run name the importer produces: the readable part cut to
+ * 91 characters, "-" and 8 hex digits of SHA-256 of the externalId. */
 #define LIGER_RUN_NAME_MAX 100
 
 /* The longest name of any other object (a DNS-1123 subdomain). */
@@ -31,6 +32,14 @@
 #define LIGER_ANN_X_VALUE "liger.kernelindex.dev/x-value"
 #define LIGER_ANN_CONFIG "liger.kernelindex.dev/extra-benchmark-config"
 #define LIGER_ANN_GPU_NAME "liger.kernelindex.dev/gpu-name"
+/* liger_version as written, where it is no label value. */
+#define LIGER_ANN_VERSION "liger.kernelindex.dev/liger-version"
+/* The timestamp as written, where it is not "YYYY-MM-DD HH:MM:SS". */
+#define LIGER_ANN_TIMESTAMP "liger.kernelindex.dev/timestamp"
+/* What the importer did not know about the row ("GPU 'NVIDIA L40S'; dtype
+ * (the row names none)"): those parts were imported as written, and the
+ * index's verdict on them is unknown. */
+#define LIGER_ANN_UNKNOWN "liger.kernelindex.dev/unknown"
 
 /* The columns of Liger's all_benchmark_data.csv, in Liger's order. */
 enum liger_column {
@@ -121,6 +130,7 @@ typedef struct liger_gpu {
 	const char *form_factor;  /* "SXM4-80GB" */
 	const char *architecture; /* "sm_80" */
 	const char *short_name;   /* "A100-SXM4-80GB", for titles */
+	const char *vendor;       /* NULL: "nvidia" */
 } liger_gpu;
 
 /* The GPU table; *n receives its length. Static storage. */
@@ -139,8 +149,7 @@ int liger_format_double(double v, char out[32]);
 
 /* ---- Row → bundle ---------------------------------------------------- */
 
-/* A converter for the rows of one file: it knows the header and, after the
- * pre-pass, which run names the rows of the file would share. */
+/* A converter for the rows of one file: it knows the header. */
 typedef struct liger_conv liger_conv;
 
 /* Returns a new converter in *out (caller frees with liger_conv_free()),
@@ -153,17 +162,16 @@ void liger_conv_free(liger_conv *c);
  * message in err. */
 int liger_conv_header(liger_conv *c, const liger_record *hdr, ki_buf *err);
 
-/* Pre-pass: tells the converter about a data row so that rows of the same
- * file whose run names would be equal after truncation get distinct
- * names. Rows that cannot be converted are ignored. Returns 0 or
- * KI_ENOMEM. */
-int liger_conv_reserve(liger_conv *c, const liger_record *row);
-
 /* Converts one data row into a bundle
  *   {"run", "protocol", "environment", "workload", "implementation"},
  * the run's digests computed from the other four. *out is owned by the
- * caller (json_object_put). On a row that cannot be mapped returns
- * KI_EINVAL with the reason in err ("line N: column x_value: …");
+ * caller (json_object_put). A row is refused (KI_EINVAL, the reason in err:
+ * "line N: column y_value_50: …") only when its field count differs from
+ * the header's, a field holds a NUL byte, its figures are not finite
+ * non-negative numbers in order (p20 <= median <= p80) in a metric the
+ * index knows (speed in ms, memory in MB), or its timestamp is not one;
+ * what the importer does not know (kernel, mode, dtype, GPU, config) is
+ * kept as written and named in the LIGER_ANN_UNKNOWN annotation.
  * KI_ENOMEM otherwise. */
 int liger_conv_row(liger_conv *c, const liger_record *row,
 	struct json_object **out, ki_buf *err);
