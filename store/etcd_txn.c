@@ -506,17 +506,65 @@ ent_remove(et_top *w, const char *key, size_t klen)
 	}
 }
 
+/* The index of the first buffered key of a scan not yet emitted: after
+ * last (the last key emitted; none yet: from start). Found again at each
+ * step, since the scan's callback may write (a referrer re-rendered while
+ * the referrers are walked), which moves the buffer's entries. */
+static size_t
+buf_next(const et_top *w, const ki_buf *last, const char *start, size_t slen)
+{
+	size_t i;
+
+	if (last->data == NULL)
+		return ent_find(w, start, slen);
+	i = ent_find(w, last->data, last->len);
+	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen,
+	    last->data, last->len) == 0)
+		i++;
+	return i;
+}
+
+static int
+set_last(ki_buf *last, const char *key, size_t klen)
+{
+	ki_buf_reset(last);
+	return ki_buf_append(last, key, klen);
+}
+
+/* Emits the buffered keys below (k, kl) (every one left: k NULL). */
+static int
+buf_emit_below(const et_top *w, ki_buf *last, const char *start, size_t slen,
+	const char *k, size_t kl, et_scan_fn fn, void *arg)
+{
+	int rc = KI_OK;
+
+	for (;;) {
+		size_t bi = buf_next(w, last, start, slen);
+		const et_ent *x;
+
+		if (bi >= w->nents || keycmp(w->ents[bi]->key, w->ents[bi]->klen,
+		    k, kl) >= 0)
+			return rc;
+		x = w->ents[bi];
+		if (set_last(last, x->key, x->klen) != KI_OK)
+			return KI_ENOMEM;
+		if (!x->del && (rc = fn(arg, x->key, x->klen, x->val, x->vlen)) !=
+		    KI_OK)
+			return rc;
+	}
+}
+
 /* et_scan, or (merge 0) what etcd holds alone, without the buffer. */
 static int
 scan(store_txn *t, const char *start, size_t slen, const char *end,
 	size_t elen, et_scan_fn fn, void *arg, int merge)
 {
 	et_top *w = t->top;
-	size_t bi = merge ? ent_find(w, start, slen) : w->nents;
-	ki_buf from;
+	ki_buf from, last;
 	int rc = KI_OK, more = 1;
 
 	ki_buf_init(&from);
+	ki_buf_init(&last);
 	if (ki_buf_append(&from, start, slen) != KI_OK)
 		return KI_ENOMEM;
 	while (more && rc == KI_OK) {
@@ -529,7 +577,7 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 		for (size_t i = 0; i < n && rc == KI_OK; i++) {
 			json_object *kv = json_object_array_get_idx(kvs, i);
 			char *k = NULL, *v = NULL;
-			size_t kl, vl;
+			size_t kl, vl, bi;
 
 			if ((rc = et_unb64(kv, "key", &k, &kl)) != KI_OK ||
 			    (rc = et_unb64(kv, "value", &v, &vl)) != KI_OK) {
@@ -537,23 +585,20 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 				break;
 			}
 			/* Buffered keys before this one come first. */
-			while (rc == KI_OK && bi < w->nents &&
-			    keycmp(w->ents[bi]->key, w->ents[bi]->klen, k, kl) < 0) {
+			if (merge)
+				rc = buf_emit_below(w, &last, start, slen, k, kl, fn, arg);
+			if (rc == KI_OK && set_last(&last, k, kl) != KI_OK)
+				rc = KI_ENOMEM;
+			bi = merge ? ent_find(w, k, kl) : w->nents;
+			if (rc != KI_OK)
+				;
+			else if (bi < w->nents && keycmp(w->ents[bi]->key,
+			    w->ents[bi]->klen, k, kl) == 0) {
 				if (!w->ents[bi]->del)
-					rc = fn(arg, w->ents[bi]->key, w->ents[bi]->klen,
-					    w->ents[bi]->val, w->ents[bi]->vlen);
-				bi++;
-			}
-			if (rc == KI_OK) {
-				if (bi < w->nents && keycmp(w->ents[bi]->key,
-				    w->ents[bi]->klen, k, kl) == 0) {
-					if (!w->ents[bi]->del)
-						rc = fn(arg, k, kl, w->ents[bi]->val,
-						    w->ents[bi]->vlen);
-					bi++;
-				} else
-					rc = fn(arg, k, kl, v != NULL ? v : "", vl);
-			}
+					rc = fn(arg, k, kl, w->ents[bi]->val,
+					    w->ents[bi]->vlen);
+			} else
+				rc = fn(arg, k, kl, v != NULL ? v : "", vl);
 			if (i + 1 == n) {
 				/* The next page starts just after this key. */
 				ki_buf_reset(&from);
@@ -569,14 +614,10 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 			more = 0;
 	}
 	/* Buffered keys after the last stored one. */
-	while (rc == KI_OK && bi < w->nents &&
-	    keycmp(w->ents[bi]->key, w->ents[bi]->klen, end, elen) < 0) {
-		if (!w->ents[bi]->del)
-			rc = fn(arg, w->ents[bi]->key, w->ents[bi]->klen,
-			    w->ents[bi]->val, w->ents[bi]->vlen);
-		bi++;
-	}
+	if (rc == KI_OK && merge)
+		rc = buf_emit_below(w, &last, start, slen, end, elen, fn, arg);
 	ki_buf_free(&from);
+	ki_buf_free(&last);
 	return rc;
 }
 

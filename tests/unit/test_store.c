@@ -475,6 +475,66 @@ test_digest_extremes(void)
 	free(dir);
 }
 
+typedef struct reput {
+	store_txn *t;
+	int n;
+	char seen[8][16];
+} reput;
+
+/* Re-puts each referrer it is given (the referrers of a digest are
+ * re-rendered when it arrives); stops after 8, a loop. */
+static int
+reput_one(void *arg, const store_obj *o)
+{
+	reput *r = arg;
+	char name[16];
+	uint8_t refs[32];
+
+	if (r->n >= 8)
+		return 1;
+	snprintf(name, sizeof(name), "%.*s", (int)o->name_len, o->name);
+	snprintf(r->seen[r->n++], 16, "%s", name);
+	memcpy(refs, o->refs, 32);
+	return ts_put(r->t, 1, name, o->digest[0], NULL, refs, 1);
+}
+
+/* A walk of a digest's referrers that writes each one again (in the same
+ * write transaction) visits each once, old and new writes alike. */
+static void
+test_referrers_rewritten_while_walked(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = ts_opts();
+	store *s;
+	store_txn *t;
+	uint8_t d[32];
+	reput r;
+
+	memset(d, 0x5a, sizeof(d));
+	CU_ASSERT_EQUAL_FATAL(ts_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "ra", 0x61, NULL, d, 1), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "rb", 0x62, NULL, d, 1), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	for (int pass = 0; pass < 2; pass++) {
+		/* Committed referrers, then one of them written in this
+		 * transaction before the walk. */
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		if (pass == 1)
+			CU_ASSERT_EQUAL(ts_put(t, 1, "rc", 0x63, NULL, d, 1), KI_OK);
+		memset(&r, 0, sizeof(r));
+		r.t = t;
+		CU_ASSERT_EQUAL(store_each_referrer(t, d, reput_one, &r), KI_OK);
+		CU_ASSERT_EQUAL(r.n, 2 + pass);
+		CU_ASSERT_STRING_EQUAL(r.seen[0], "ra");
+		CU_ASSERT_STRING_EQUAL(r.seen[1], "rb");
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* Each event shows the object as that event left it, though the current
  * record has moved on or is gone. */
 static void
@@ -802,6 +862,8 @@ add_tests(CU_pSuite s)
 	        test_digest_prefixes) == NULL ||
 	    CU_add_test(s, "digests of all 0xff or all 0 bytes find their own "
 	        "object and referrers", test_digest_extremes) == NULL ||
+	    CU_add_test(s, "referrers written again while walked are each "
+	        "visited once", test_referrers_rewritten_while_walked) == NULL ||
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and " "delete, summed per transaction with its children's",
