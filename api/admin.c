@@ -21,6 +21,7 @@
 #include "api/parts.h"
 #include "api/threshold.h"
 #include "lib/log.h"
+#include "store/etcd.h"
 #include "store/lmdb.h"
 
 /* A Status answer without a field cause. */
@@ -40,9 +41,57 @@ store_log_hook(void *arg, int level, const char *msg)
 		log_info("%s", msg);
 }
 
+static const char *
+or_null(const char *s)
+{
+	return s != NULL && *s != '\0' ? s : NULL;
+}
+
+/* Reads the first line of path (a password) into buf. */
+static int
+read_secret(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "re");
+	int rc = KI_EIO;
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return KI_EIO;
+	if (fgets(buf, (int)size, f) != NULL) {
+		buf[strcspn(buf, "\r\n")] = '\0';
+		rc = KI_OK;
+	}
+	fclose(f);
+	return rc;
+}
+
+static int
+open_etcd(store **out, const api_store_cfg *c, const store_options *so)
+{
+	store_etcd_options eo;
+	char password[256];
+	int rc = KI_OK;
+
+	memset(&eo, 0, sizeof(eo));
+	eo.endpoints = c->etcd_endpoints;
+	eo.prefix = or_null(c->etcd_prefix);
+	eo.cacert = or_null(c->etcd_cacert);
+	eo.cert = or_null(c->etcd_cert);
+	eo.key = or_null(c->etcd_key);
+	eo.user = or_null(c->etcd_user);
+	password[0] = '\0';
+	if (or_null(c->etcd_password_file) != NULL)
+		rc = read_secret(c->etcd_password_file, password,
+		    sizeof(password));
+	eo.password = password;
+	if (rc == KI_OK)
+		rc = store_etcd_open(out, &eo, so);
+	OPENSSL_cleanse(password, sizeof(password));
+	return rc;
+}
+
 int
-api_store_open(store **out, const char *dir, uint64_t map_size,
-	uint64_t map_max, uint64_t history, int shared, int nosync)
+api_store_open(store **out, const api_store_cfg *c, int shared, int nosync)
 {
 	store_options so;
 	store_lmdb_options lo;
@@ -50,19 +99,36 @@ api_store_open(store **out, const char *dir, uint64_t map_size,
 	memset(&so, 0, sizeof(so));
 	memset(&lo, 0, sizeof(lo));
 	so.log = store_log_hook;
-	lo.map_size = map_size;
-	lo.map_max = map_max;
-	so.history = history;
+	lo.map_size = c->map_size;
+	lo.map_max = c->map_max;
+	so.history = c->history;
 	so.facets = api_store_facets;
 	so.shared = shared;
 	so.nosync = nosync;
-	return store_lmdb_open(out, dir, &so, &lo);
+	if (c->backend != NULL && strcmp(c->backend, "etcd") == 0)
+		return open_etcd(out, c, &so);
+	return store_lmdb_open(out, c->dir, &so, &lo);
 }
 
 void
 api_store_close(store *st)
 {
 	store_close(st);
+}
+
+int
+api_store_follow(store *st, void (*fn)(void *arg, uint64_t rv), void *arg)
+{
+	if (strcmp(store_backend_name(st), "etcd") != 0)
+		return KI_OK;
+	return store_etcd_follow(st, fn, arg);
+}
+
+void
+api_store_unfollow(store *st)
+{
+	if (strcmp(store_backend_name(st), "etcd") == 0)
+		store_etcd_unfollow(st);
 }
 
 /* fsck: 0 when o's digest is the SHA-256 of its canonical content. */
@@ -142,7 +208,12 @@ api_backup_file(store *st, const char *path, long long *bytes,
 		*open_errno = errno;
 		return KI_EIO;
 	}
-	rc = store_lmdb_backup_fd(st, fd);
+	/* etcd: the whole cluster's database, as etcdctl snapshot save
+	 * writes it. */
+	if (strcmp(store_backend_name(st), "etcd") == 0)
+		rc = store_etcd_backup_fd(st, fd);
+	else
+		rc = store_lmdb_backup_fd(st, fd);
 	if (rc == KI_OK && fsync(fd) != 0)
 		rc = KI_EIO;
 	if (rc == KI_OK && fstat(fd, &sb) != 0)

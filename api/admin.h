@@ -12,14 +12,36 @@
 #include "api/service.h"
 #include "lib/ki.h"
 
-/* Opens the store in dir with the API's facet function: map_size bytes of
- * map, growing up to map_max; history events kept for watches; shared:
+/* Where the store is: the backend and its settings (the configuration's
+ * store, data-dir, map-size, map-max, history and etcd-* options). */
+typedef struct api_store_cfg {
+	const char *backend;     /* "lmdb" (NULL too) or "etcd" */
+	const char *dir;         /* lmdb: the store's directory */
+	uint64_t map_size, map_max;
+	uint64_t history;        /* events kept for watches */
+	/* etcd: client URLs, key prefix, TLS files, user and the file of its
+	 * password ("" or NULL: none). */
+	const char *etcd_endpoints, *etcd_prefix;
+	const char *etcd_cacert, *etcd_cert, *etcd_key;
+	const char *etcd_user, *etcd_password_file;
+} api_store_cfg;
+
+/* Opens the store c names with the API's facet function: LMDB's in
+ * c->dir (map_size bytes of map, growing up to map_max) or etcd's; shared:
  * another process (a running daemon) may have it open (the admin
  * commands); nosync: commits are not synced (tests). Returns KI_OK with
- * *out, which the caller closes with api_store_close(). */
-int api_store_open(store **out, const char *dir, uint64_t map_size,
-	uint64_t map_max, uint64_t history, int shared, int nosync);
+ * *out, which the caller closes with api_store_close(). KI_EIO when the
+ * etcd password file cannot be read. */
+int api_store_open(store **out, const api_store_cfg *c, int shared,
+	int nosync);
 void api_store_close(store *st);
+/* For a store that other daemons write too (etcd): calls fn(arg, rv) from
+ * a thread of the store's whenever any daemon's commit moves the
+ * resourceVersion, until api_store_unfollow(). Nothing for LMDB, whose
+ * only writer is this daemon. */
+int api_store_follow(store *st, void (*fn)(void *arg, uint64_t rv),
+	void *arg);
+void api_store_unfollow(store *st);
 
 /* Checks every object of st and the indexes that find it (store_verify),
  * its digest recomputed from its content as the by-digest endpoint serves
@@ -27,6 +49,24 @@ void api_store_close(store *st);
  * are put back (st opened unshared). Returns store_verify's result, with
  * its counts in *vs. */
 int api_fsck(store *st, int repair, FILE *out, store_verify_stats *vs);
+
+/* What api_migrate copied and found. */
+typedef struct api_migrate_stats {
+	uint64_t events, puts, deletes;  /* events replayed */
+	uint64_t tokens;                 /* tokens copied */
+	uint64_t objects, rv;            /* in the destination after it */
+} api_migrate_stats;
+
+/* Copies every object, event and token of src into dst, which must be
+ * empty (KI_EEXIST otherwise), by replaying src's events from 0 in
+ * batches of batch per commit (0: 64), so that ids, resourceVersions,
+ * digests and the watch history are the source's (KI_EGONE when src's
+ * older events were trimmed). Then reads both back and compares their
+ * objects, facet counts, events and tokens: the per-kind counts and a
+ * SHA-256 of each side go to out; KI_ESTORE when they differ. On failure
+ * err holds what went wrong. */
+int api_migrate(store *src, store *dst, size_t batch, FILE *out,
+	api_migrate_stats *stats, char *err, size_t errlen);
 
 /* The number of tokens in the store, in *n (0 when it cannot be read). */
 int api_token_count(store *st, uint64_t *n);

@@ -37,10 +37,31 @@ static const opt opts[] = {
 	  "127.0.0.1:8080", 0, 0, "address:port to listen on ([::1]:8080 for "
 	  "IPv6)" },
 	{ "store", T_STRING, F(store), sizeof(((ki_config *)0)->store),
-	  "lmdb", 0, 0, "the store backend (this build's: lmdb)" },
+	  "lmdb", 0, 0, "the store backend: lmdb (in data-dir) or etcd (in "
+	  "the cluster at etcd-endpoints, shared by several daemons)" },
 	{ "etcd-endpoints", T_STRING, F(etcd_endpoints),
 	  sizeof(((ki_config *)0)->etcd_endpoints), "", 0, 0,
 	  "etcd client URLs, comma-separated (store etcd only)" },
+	{ "etcd-prefix", T_STRING, F(etcd_prefix),
+	  sizeof(((ki_config *)0)->etcd_prefix), "/kernelindex/", 0, 0,
+	  "the prefix of every key the store writes in etcd" },
+	{ "etcd-cacert", T_STRING, F(etcd_cacert),
+	  sizeof(((ki_config *)0)->etcd_cacert), "", 0, 0,
+	  "PEM CA bundle that signs the etcd members' certificates (https "
+	  "endpoints)" },
+	{ "etcd-cert", T_STRING, F(etcd_cert),
+	  sizeof(((ki_config *)0)->etcd_cert), "", 0, 0,
+	  "PEM client certificate for etcd's --client-cert-auth (with "
+	  "etcd-key)" },
+	{ "etcd-key", T_STRING, F(etcd_key), sizeof(((ki_config *)0)->etcd_key),
+	  "", 0, 0, "PEM private key of etcd-cert" },
+	{ "etcd-user", T_STRING, F(etcd_user),
+	  sizeof(((ki_config *)0)->etcd_user), "", 0, 0,
+	  "etcd user when etcd's authentication is on (with "
+	  "etcd-password-file)" },
+	{ "etcd-password-file", T_STRING, F(etcd_password_file),
+	  sizeof(((ki_config *)0)->etcd_password_file), "", 0, 0,
+	  "file whose first line is etcd-user's password" },
 	{ "data-dir", T_STRING, F(data_dir), sizeof(((ki_config *)0)->data_dir),
 	  "./data", 0, 0, "directory of the LMDB store" },
 	{ "static-dir", T_STRING, F(static_dir),
@@ -324,14 +345,48 @@ cfg_check(const ki_config *cfg, char *err, size_t errlen)
 		    "(write IPv6 as [::1]:8080)", host);
 		return -1;
 	}
-	if (strcmp(cfg->store, "lmdb") != 0) {
-		snprintf(err, errlen, "store: \"%s\" is not available: this "
-		    "build's store backends: lmdb", cfg->store);
+	if (strcmp(cfg->store, "lmdb") != 0 && strcmp(cfg->store, "etcd") != 0) {
+		snprintf(err, errlen, "store: \"%s\" is not a store backend "
+		    "(lmdb or etcd)", cfg->store);
 		return -1;
 	}
-	if (cfg->etcd_endpoints[0] != '\0') {
+	if (strcmp(cfg->store, "etcd") == 0 && cfg->etcd_endpoints[0] == '\0') {
+		snprintf(err, errlen, "etcd-endpoints: store etcd needs the "
+		    "cluster's client URLs");
+		return -1;
+	}
+	if (strcmp(cfg->store, "etcd") != 0 && (cfg->etcd_endpoints[0] != '\0' ||
+	    cfg->etcd_cacert[0] != '\0' || cfg->etcd_cert[0] != '\0' ||
+	    cfg->etcd_key[0] != '\0' || cfg->etcd_user[0] != '\0' ||
+	    cfg->etcd_password_file[0] != '\0')) {
 		snprintf(err, errlen, "etcd-endpoints: only with store etcd "
 		    "(the store is %s)", cfg->store);
+		return -1;
+	}
+	for (const char *p = cfg->etcd_endpoints; *cfg->etcd_endpoints != '\0';) {
+		const char *comma = strchr(p, ',');
+		size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+
+		if (!(n > 7 && strncmp(p, "http://", 7) == 0) &&
+		    !(n > 8 && strncmp(p, "https://", 8) == 0)) {
+			snprintf(err, errlen, "etcd-endpoints: \"%.*s\" is not an "
+			    "http:// or https:// URL", (int)n, p);
+			return -1;
+		}
+		if (comma == NULL)
+			break;
+		p = comma + 1;
+	}
+	if ((cfg->etcd_cert[0] == '\0') != (cfg->etcd_key[0] == '\0')) {
+		snprintf(err, errlen, "etcd-cert and etcd-key go together");
+		return -1;
+	}
+	if ((cfg->etcd_user[0] == '\0') != (cfg->etcd_password_file[0] == '\0')) {
+		snprintf(err, errlen, "etcd-user and etcd-password-file go together");
+		return -1;
+	}
+	if (strcmp(cfg->store, "etcd") == 0 && cfg->etcd_prefix[0] == '\0') {
+		snprintf(err, errlen, "etcd-prefix: must not be empty");
 		return -1;
 	}
 	if (cfg->data_dir[0] == '\0') {

@@ -12,8 +12,14 @@
 
 typedef struct ki_config {
 	char listen[256];
-	char store[16];             /* the backend: "lmdb" */
+	char store[16];             /* the backend: "lmdb" or "etcd" */
 	char etcd_endpoints[1024];  /* store etcd: client URLs, comma-separated */
+	char etcd_prefix[256];      /* store etcd: the keys' prefix */
+	char etcd_cacert[1024];     /* store etcd: TLS CA bundle */
+	char etcd_cert[1024];       /* store etcd: TLS client certificate */
+	char etcd_key[1024];        /* store etcd: its private key */
+	char etcd_user[128];        /* store etcd: etcd user (--auth) */
+	char etcd_password_file[1024]; /* store etcd: file of its password */
 	char data_dir[1024];
 	char static_dir[1024];
 	char log_level[16];

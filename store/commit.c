@@ -31,6 +31,19 @@ mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Times a batch of jobs that may all run again is run again after its
+ * commit conflicts with another process's. */
+#define COMMIT_RETRIES 8
+
+static int
+all_rerun(const store_job *jobs)
+{
+	for (const store_job *j = jobs; j != NULL; j = j->next)
+		if (!j->rerun)
+			return 0;
+	return 1;
+}
+
 /* Runs one batch: one transaction, one sync. Jobs marked rerun write in
  * it directly; the others, and every job when the batch is run again, in
  * a child transaction each. */
@@ -38,10 +51,11 @@ static void
 run_batch(store_committer *c, store_job *jobs, size_t njobs)
 {
 	store_txn *parent = NULL, *child;
-	int rc, wrote = 0, isolate_all = 0;
+	int rc, wrote = 0, isolate_all = 0, conflicts = 0;
 	uint64_t rv = 0, t0;
 
 again:
+	wrote = 0;
 	rc = store_begin(c->s, 1, &parent);
 	for (store_job *j = jobs; j != NULL; j = j->next) {
 		if (rc != KI_OK) {
@@ -84,6 +98,17 @@ again:
 		if (rc == KI_OK) {
 			__atomic_add_fetch(&c->stats.batches, 1, __ATOMIC_RELAXED);
 			__atomic_add_fetch(&c->stats.jobs, njobs, __ATOMIC_RELAXED);
+		}
+		/* Another process committed since the batch began (a store
+		 * that several daemons share: etcd). Jobs that may run again
+		 * run again over the new state; a batch holding any other is
+		 * answered with the conflict. */
+		if (rc == KI_ECONFLICT && conflicts < COMMIT_RETRIES &&
+		    all_rerun(jobs)) {
+			conflicts++;
+			parent = NULL;
+			__atomic_add_fetch(&c->stats.redone, 1, __ATOMIC_RELAXED);
+			goto again;
 		}
 	}
 	if (rc != KI_OK)

@@ -410,7 +410,7 @@ put_event(store_txn *t, int type, uint64_t rv, uint64_t id)
 }
 
 int
-store_changes(store_txn *t, uint64_t *out)
+lm_changes(store_txn *t, uint64_t *out)
 {
 	int rc;
 
@@ -457,7 +457,7 @@ load_copy(store_txn *t, uint64_t id, void **copy, store_obj *old)
 }
 
 int
-store_put(store_txn *t, store_obj *o)
+lm_put(store_txn *t, store_obj *o)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
 	MDB_val k, v;
@@ -516,7 +516,7 @@ out:
 }
 
 int
-store_delete(store_txn *t, int kind, const char *name, size_t len,
+lm_delete(store_txn *t, int kind, const char *name, size_t len,
 	const store_obj *final)
 {
 	uint8_t kb[1 + STORE_MAX_NAME], ib[8];
@@ -586,7 +586,7 @@ out:
 /* ---- lists ---- */
 
 int
-store_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+lm_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	void *arg)
 {
 	uint8_t kb[8];
@@ -632,7 +632,7 @@ count_one(void *arg, const store_obj *o)
 }
 
 int
-store_count(store_txn *t, int kind, uint64_t *out)
+lm_count(store_txn *t, int kind, uint64_t *out)
 {
 	*out = 0;
 	return store_list(t, kind, 0, count_one, out);
@@ -722,7 +722,7 @@ obj_matches(const store_obj *o, const store_term *terms, size_t nterms)
 }
 
 int
-store_list_index(store_txn *t, int kind, const store_term *terms,
+lm_list_index(store_txn *t, int kind, const store_term *terms,
 	size_t nterms, uint64_t after, store_each_fn fn, void *arg)
 {
 	posting *ps = NULL;
@@ -961,7 +961,7 @@ tail_facets_collect(store_txn *t, int kind, tail_facets *tf)
 }
 
 int
-store_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
+lm_facets(store_txn *t, int kind, store_facet_fn fn, void *arg)
 {
 	uint8_t kb[1];
 	MDB_cursor *c;
@@ -1033,7 +1033,7 @@ tail_referrer(void *arg, uint64_t id)
 }
 
 int
-store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+lm_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_each_fn fn, void *arg)
 {
 	MDB_cursor *c;
@@ -1070,7 +1070,7 @@ store_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 
 /* ---- events ---- */
 uint64_t
-store_oldest_event(store_txn *t)
+lm_oldest_event(store_txn *t)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -1112,7 +1112,7 @@ event_state(store_txn *t, uint64_t rv, int type, uint64_t id, store_obj *o)
 }
 
 int
-store_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
+lm_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
 {
 	uint8_t kb[8];
 	MDB_cursor *c;
@@ -1151,7 +1151,7 @@ out:
 /* ---- tokens ---- */
 
 int
-store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+lm_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char *value, size_t len)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
@@ -1168,7 +1168,7 @@ store_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 }
 
 int
-store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+lm_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char **value, size_t *len)
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash }, v;
@@ -1182,7 +1182,7 @@ store_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 }
 
 int
-store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
+lm_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 {
 	MDB_val k = { STORE_DIGEST_LEN, (void *)(uintptr_t)hash };
 	int rc;
@@ -1197,7 +1197,7 @@ store_token_delete(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN])
 }
 
 int
-store_token_list(store_txn *t, store_token_fn fn, void *arg)
+lm_token_list(store_txn *t, store_token_fn fn, void *arg)
 {
 	MDB_cursor *c;
 	MDB_val k, v;
@@ -1217,7 +1217,7 @@ store_token_list(store_txn *t, store_token_fn fn, void *arg)
 }
 
 int
-store_token_count(store_txn *t, uint64_t *out)
+lm_token_count(store_txn *t, uint64_t *out)
 {
 	MDB_stat st;
 	int rc = mdb_stat(t->txn, t->s->token, &st);

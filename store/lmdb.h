@@ -60,6 +60,8 @@ typedef struct store_lmdb_stats {
 	uint64_t checkpoints;   /* taken since open */
 	uint64_t recovered;     /* transactions applied from the log at open */
 } store_lmdb_stats;
+/* KI_EINVAL, like store_lmdb_backup_fd(), for a store of another
+ * backend. */
 int store_lmdb_stat(store *s, store_lmdb_stats *out);
 
 /* Tests only: closes the store as a crash would leave it, without the

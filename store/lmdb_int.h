@@ -97,6 +97,7 @@
 #ifndef STORE_LMDB_INT_H
 #define STORE_LMDB_INT_H
 
+#include "store/backend.h"
 #include "store/lmdb.h"
 #include "store/store.h"
 
@@ -186,6 +187,7 @@ typedef struct dmem {
 } dmem;
 
 struct store {
+	const store_ops *ops;   /* first: see store/backend.h */
 	MDB_env *env;
 	/* Every transaction holds it shared; growing the map takes it
 	 * exclusively (LMDB resizes only with no transaction active). */
@@ -236,7 +238,7 @@ struct store {
 };
 
 struct store_txn {
-	store *s;
+	store *s;               /* first: see store/backend.h */
 	MDB_txn *txn;
 	struct store_txn *parent;
 	int write;
@@ -326,5 +328,55 @@ int lm_changes_bump(store_txn *t);
 /* lmdb_open.c */
 int lm_convert_digests(store *s);
 int lm_convert_v2(store *s);
+
+/* The backend's side of store/store.h (store/backend.h), in the files
+ * above, named in lmdb_ops.c's table (the top of the backend: it calls
+ * them all and none calls it). */
+void lm_close(store *s);
+int lm_begin(store *s, int write, store_txn **out);
+int lm_begin_child(store_txn *parent, store_txn **out);
+int lm_commit(store_txn *t);
+void lm_abort(store_txn *t);
+uint64_t lm_writes(store_txn *t);
+int lm_changes(store_txn *t, uint64_t *out);
+uint64_t lm_rv(store_txn *t);
+uint64_t lm_oldest_event(store_txn *t);
+int lm_get_by_name(store_txn *t, int kind, const char *name, size_t len,
+		store_obj *out);
+int lm_get_by_digest(store_txn *t,
+		const uint8_t digest[STORE_DIGEST_LEN], store_obj *out);
+int lm_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
+		store_obj *out);
+int lm_get_by_seq(store_txn *t, uint64_t id, store_obj *out);
+uint64_t lm_next_rv(store_txn *t);
+int lm_put(store_txn *t, store_obj *o);
+int lm_delete(store_txn *t, int kind, const char *name, size_t len,
+		const store_obj *final);
+int lm_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+		void *arg);
+int lm_count(store_txn *t, int kind, uint64_t *out);
+int lm_list_index(store_txn *t, int kind, const store_term *terms,
+		size_t nterms, uint64_t after, store_each_fn fn, void *arg);
+int lm_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);
+int lm_each_referrer(store_txn *t,
+		const uint8_t digest[STORE_DIGEST_LEN], store_each_fn fn,
+		void *arg);
+int lm_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
+		void *arg);
+int lm_token_put(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+		const char *value, size_t len);
+int lm_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
+		const char **value, size_t *len);
+int lm_token_delete(store_txn *t,
+		const uint8_t hash[STORE_DIGEST_LEN]);
+int lm_token_list(store_txn *t, store_token_fn fn, void *arg);
+int lm_token_count(store_txn *t, uint64_t *out);
+int lm_verify(store *s, int repair, store_check_fn check,
+		store_problem_fn problem, void *arg, store_verify_stats *out);
+int lm_idle(store *s);
+void lm_logline(const store *s, int level, const char *line);
+/* Opens the store with ops as its table (lmdb_ops.c). */
+int lm_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo, const store_ops *ops);
 
 #endif

@@ -623,14 +623,8 @@ store_free(store *s)
 }
 
 int
-store_open(store **out, const char *dir, const store_options *opt)
-{
-	return store_lmdb_open(out, dir, opt, NULL);
-}
-
-int
-store_lmdb_open(store **out, const char *dir, const store_options *opt,
-	const store_lmdb_options *lo)
+lm_open(store **out, const char *dir, const store_options *opt,
+	const store_lmdb_options *lo, const store_ops *ops)
 {
 	static const store_lmdb_options dflt;
 	uint64_t map_size, map_max;
@@ -651,6 +645,7 @@ store_lmdb_open(store **out, const char *dir, const store_options *opt,
 		free(s);
 		return KI_ENOMEM;
 	}
+	s->ops = ops;
 	s->log = opt->log;
 	s->log_arg = opt->log_arg;
 	s->history = opt->history ? opt->history : 100000;
@@ -801,7 +796,7 @@ fail:
 }
 
 int
-store_idle(store *s)
+lm_idle(store *s)
 {
 	MDB_txn *txn;
 	int rc;
@@ -846,7 +841,7 @@ store_lmdb_crash(store *s)
 }
 
 void
-store_close(store *s)
+lm_close(store *s)
 {
 	close_store(s, 0);
 }
@@ -885,7 +880,7 @@ maybe_grow(store *s)
 }
 
 int
-store_begin(store *s, int write, store_txn **out)
+lm_begin(store *s, int write, store_txn **out)
 {
 	store_txn *t;
 	int rc, tight = 0;
@@ -918,7 +913,7 @@ store_begin(store *s, int write, store_txn **out)
 }
 
 int
-store_begin_child(store_txn *parent, store_txn **out)
+lm_begin_child(store_txn *parent, store_txn **out)
 {
 	store_txn *t;
 	int rc;
@@ -1018,7 +1013,7 @@ commit_logged(store_txn *t)
 
 
 int
-store_commit(store_txn *t)
+lm_commit(store_txn *t)
 {
 	uint64_t txnid;
 	int rc = KI_OK;
@@ -1091,7 +1086,7 @@ store_commit(store_txn *t)
 }
 
 void
-store_abort(store_txn *t)
+lm_abort(store_txn *t)
 {
 	if (t == NULL)
 		return;
@@ -1102,19 +1097,19 @@ store_abort(store_txn *t)
 }
 
 uint64_t
-store_rv(store_txn *t)
+lm_rv(store_txn *t)
 {
 	return t->rv;
 }
 
 uint64_t
-store_writes(store_txn *t)
+lm_writes(store_txn *t)
 {
 	return t->writes;
 }
 
 uint64_t
-store_next_rv(store_txn *t)
+lm_next_rv(store_txn *t)
 {
 	return t->rv + 1;
 }

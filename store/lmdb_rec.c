@@ -39,17 +39,10 @@ lm_slog(const store *s, int level, const char *fmt, ...)
 }
 
 void
-store_log(const store *s, int level, const char *fmt, ...)
+lm_logline(const store *s, int level, const char *line)
 {
-	char line[512];
-	va_list ap;
-
-	if (s->log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	s->log(s->log_arg, level, line);
+	if (s->log != NULL)
+		s->log(s->log_arg, level, line);
 }
 
 /* A write that failed with KI_ESTORE or KI_EIO while the store's file
@@ -87,17 +80,6 @@ lm_get_be64(const void *p)
 	return v;
 }
 
-uint64_t
-store_id(int kind, uint64_t seq)
-{
-	return (uint64_t)(uint8_t)kind << 56 | (seq & ID_SEQ_MASK);
-}
-
-int
-store_id_kind(uint64_t id)
-{
-	return (int)(id >> 56);
-}
 
 /* Reads the 8-byte big-endian value under key. KI_ENOTFOUND when absent,
  * KI_ESTORE when the value is not 8 bytes. */

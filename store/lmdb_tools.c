@@ -12,6 +12,9 @@ store_lmdb_stat(store *s, store_lmdb_stats *out)
 	MDB_stat st;
 	int rc;
 
+	/* Another backend's store has no LMDB statistics. */
+	if (strcmp(store_backend_name(s), "lmdb") != 0)
+		return KI_EINVAL;
 	pthread_rwlock_rdlock(&s->resize);
 	rc = mdb_env_info(s->env, &info) != 0 || mdb_env_stat(s->env, &st) != 0;
 	pthread_rwlock_unlock(&s->resize);
@@ -88,7 +91,7 @@ verify_object(verify *v, uint64_t id, const store_obj *o)
 }
 
 int
-store_verify(store *s, int repair, store_check_fn check,
+lm_verify(store *s, int repair, store_check_fn check,
 	store_problem_fn problem, void *arg, store_verify_stats *out)
 {
 	verify v = { NULL, check, problem, arg, out, repair };
@@ -167,5 +170,7 @@ out:
 int
 store_lmdb_backup_fd(store *s, int fd)
 {
+	if (strcmp(store_backend_name(s), "lmdb") != 0)
+		return KI_EINVAL;
 	return lm_map_rc(mdb_env_copyfd2(s->env, fd, MDB_CP_COMPACT));
 }

@@ -81,7 +81,7 @@ lm_write_record(store_txn *t, const store_obj *o)
 }
 
 int
-store_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
+lm_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 {
 	uint8_t kb[8];
 	MDB_val k = { 8, kb }, v;
@@ -116,7 +116,7 @@ lm_get_by_cursor(store_txn *t, MDB_cursor *obj, MDB_cursor *aux, uint64_t id,
 }
 
 int
-store_get_by_name(store_txn *t, int kind, const char *name, size_t len,
+lm_get_by_name(store_txn *t, int kind, const char *name, size_t len,
 	store_obj *out)
 {
 	uint8_t kb[1 + STORE_MAX_NAME];
@@ -807,7 +807,7 @@ lm_digest_find(store_txn *t, const uint8_t *digest, uint64_t *id)
 }
 
 int
-store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+lm_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_obj *out)
 {
 	uint64_t id;
@@ -819,7 +819,7 @@ store_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 }
 
 int
-store_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
+lm_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 	store_obj *out)
 {
 	uint8_t kb[1 + STORE_MAX_NATKEY];

@@ -138,6 +138,9 @@ typedef struct store_obj {
  * owns the store; free with store_close(). */
 int store_open(store **out, const char *dir, const store_options *opt);
 void store_close(store *s);
+/* The backend that opened s: "lmdb" (store_open, store/lmdb.h) or "etcd"
+ * (store/etcd.h); what only one backend has is asked of it alone. */
+const char *store_backend_name(const store *s);
 
 /* Begins a transaction. A write transaction excludes other writers until it
  * ends. Free with store_commit() or store_abort(). KI_ENOSPC, KI_EFULL or
@@ -306,8 +309,11 @@ void store_log(const store *s, int level, const char *fmt, ...)
  * transaction, which saves the child's copy of every page it touches; if
  * it fails after writing, the batch is aborted and run again with every
  * job in a child transaction. Such a job's fn must therefore give the
- * same answer when run again from the start. A failed batch is reported
- * through the store's log hook. */
+ * same answer when run again from the start. A batch whose commit
+ * conflicts with another process's (KI_ECONFLICT: a store several daemons
+ * share) is run again, up to 8 times, when every job in it is marked
+ * rerun; otherwise its jobs are answered with the conflict. A failed batch
+ * is reported through the store's log hook. */
 
 typedef struct store_job store_job;
 /* The work of one request, run inside txn by the committer. Returns 0 to

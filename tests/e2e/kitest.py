@@ -9,6 +9,9 @@ Environment:
   KI_DATA_DIR    the test data, with seed/ and liger/ (default: tests/data
                  in the repository)
   KI_KEEP        when set, temporary data directories are kept
+  KI_ETCD_ENDPOINTS  when set, every daemon runs with --store etcd over
+                 this cluster, its keys under a prefix named after its data
+                 directory (tests/etcd/e2e.sh starts a cluster)
 """
 import atexit
 import copy
@@ -45,6 +48,17 @@ def daemon_path():
     if not p:
         p = os.path.join(REPO, 'build', 'asan', 'kernelindexd')
     return os.path.abspath(p)
+
+
+def store_args(data_dir):
+    """The daemon's store options: none (LMDB in data_dir), or etcd's when
+    KI_ETCD_ENDPOINTS is set, with a key prefix per data directory so that
+    a restart over the same directory finds the same store."""
+    ep = os.environ.get('KI_ETCD_ENDPOINTS')
+    if not ep:
+        return []
+    return ['--store', 'etcd', '--etcd-endpoints', ep,
+            '--etcd-prefix', '/kitest%s/' % os.path.abspath(data_dir)]
 
 
 def seed():
@@ -144,7 +158,7 @@ class Daemon:
         self.port = free_port()
         cmd = [self.binary, '--listen', '127.0.0.1:%d' % self.port,
                '--data-dir', self.data_dir, '--static-dir', STATIC_DIR,
-               '--threads', '2']
+               '--threads', '2'] + store_args(self.data_dir)
         if not self.sync:
             cmd += ['--sync', 'false']
         cmd += self.args

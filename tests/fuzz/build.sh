@@ -18,10 +18,10 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 version=$(sed -n 's/^AC_INIT(\[[^]]*\], *\[\([^]]*\)\].*/\1/p' \
 	"$top/configure.ac")
-pkgs="json-c libmicrohttpd lmdb libcrypto zlib"
+pkgs="json-c libmicrohttpd lmdb libcrypto zlib libcurl"
 pkg_cflags=$(pkg-config --cflags $pkgs 2>/dev/null || echo "-I/usr/include/json-c")
 pkg_libs=$(pkg-config --libs $pkgs 2>/dev/null ||
-	echo "-ljson-c -lmicrohttpd -llmdb -lcrypto -lz")
+	echo "-ljson-c -lmicrohttpd -llmdb -lcrypto -lz -lcurl")
 
 # UBSan stays recoverable so that a UBSAN_OPTIONS suppressions file can set
 # a known finding aside; run.sh sets halt_on_error=1, so any other report

@@ -428,6 +428,113 @@ test_digest_prefixes(void)
 	free(dir);
 }
 
+/* Digests at the ends of the byte range (every byte 0xff, every byte 0):
+ * each finds its own object and referrers, and no other. A backend that
+ * reads "the keys starting with a digest" as a range must end the range
+ * right when the digest ends in 0xff bytes. */
+static void
+test_digest_extremes(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = ts_opts();
+	store *s;
+	store_txn *t;
+	store_obj ob;
+	ts_names a;
+	uint8_t hi[32], lo[32], mid[32];
+
+	memset(hi, 0xff, sizeof(hi));
+	memset(lo, 0, sizeof(lo));
+	memset(mid, 0x80, sizeof(mid));
+	CU_ASSERT_EQUAL_FATAL(ts_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "mid", 0x80, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "refhi", 0x01, NULL, hi, 1), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "reflo", 0x02, NULL, lo, 1), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	/* Nothing has 0xff..ff or 0..0 as its digest. */
+	CU_ASSERT_EQUAL(store_get_by_digest(t, hi, &ob), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_get_by_digest(t, lo, &ob), KI_ENOTFOUND);
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL(store_each_referrer(t, hi, collect, &a), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(a.n, 1);
+	CU_ASSERT_STRING_EQUAL(a.got[0], "refhi");
+	store_abort(t);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "hi", 0xff, NULL, NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_get_by_digest(t, hi, &ob), KI_OK);
+	CU_ASSERT(ob.name_len == 2 && memcmp(ob.name, "hi", 2) == 0);
+	CU_ASSERT_EQUAL_FATAL(store_get_by_digest(t, mid, &ob), KI_OK);
+	CU_ASSERT(ob.name_len == 3 && memcmp(ob.name, "mid", 3) == 0);
+	store_abort(t);
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+typedef struct reput {
+	store_txn *t;
+	int n;
+	char seen[8][16];
+} reput;
+
+/* Re-puts each referrer it is given (the referrers of a digest are
+ * re-rendered when it arrives); stops after 8, a loop. */
+static int
+reput_one(void *arg, const store_obj *o)
+{
+	reput *r = arg;
+	char name[16];
+	uint8_t refs[32];
+
+	if (r->n >= 8)
+		return 1;
+	snprintf(name, sizeof(name), "%.*s", (int)o->name_len, o->name);
+	snprintf(r->seen[r->n++], 16, "%s", name);
+	memcpy(refs, o->refs, 32);
+	return ts_put(r->t, 1, name, o->digest[0], NULL, refs, 1);
+}
+
+/* A walk of a digest's referrers that writes each one again (in the same
+ * write transaction) visits each once, old and new writes alike. */
+static void
+test_referrers_rewritten_while_walked(void)
+{
+	char *dir = tests_tmpdir();
+	store_options o = ts_opts();
+	store *s;
+	store_txn *t;
+	uint8_t d[32];
+	reput r;
+
+	memset(d, 0x5a, sizeof(d));
+	CU_ASSERT_EQUAL_FATAL(ts_open(&s, dir, &o), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "ra", 0x61, NULL, d, 1), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "rb", 0x62, NULL, d, 1), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	for (int pass = 0; pass < 2; pass++) {
+		/* Committed referrers, then one of them written in this
+		 * transaction before the walk. */
+		CU_ASSERT_EQUAL_FATAL(store_begin(s, 1, &t), KI_OK);
+		if (pass == 1)
+			CU_ASSERT_EQUAL(ts_put(t, 1, "rc", 0x63, NULL, d, 1), KI_OK);
+		memset(&r, 0, sizeof(r));
+		r.t = t;
+		CU_ASSERT_EQUAL(store_each_referrer(t, d, reput_one, &r), KI_OK);
+		CU_ASSERT_EQUAL(r.n, 2 + pass);
+		CU_ASSERT_STRING_EQUAL(r.seen[0], "ra");
+		CU_ASSERT_STRING_EQUAL(r.seen[1], "rb");
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	}
+	store_close(s);
+	tests_rmdir(dir);
+	free(dir);
+}
+
 /* Each event shows the object as that event left it, though the current
  * record has moved on or is gone. */
 static void
@@ -753,6 +860,10 @@ add_tests(CU_pSuite s)
 	        test_index_queries) == NULL ||
 	    CU_add_test(s, "digests that share 8 bytes each find their object",
 	        test_digest_prefixes) == NULL ||
+	    CU_add_test(s, "digests of all 0xff or all 0 bytes find their own "
+	        "object and referrers", test_digest_extremes) == NULL ||
+	    CU_add_test(s, "referrers written again while walked are each "
+	        "visited once", test_referrers_rewritten_while_walked) == NULL ||
 	    CU_add_test(s, "each event shows its own state",
 	        test_event_states) == NULL ||
 	    CU_add_test(s, "facets recomputed from labels follow replace and " "delete, summed per transaction with its children's",

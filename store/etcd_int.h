@@ -1,0 +1,246 @@
+/* store/etcd_int.h — the etcd backend's internals, shared by its files:
+ * etcd_http.c (requests to etcd's JSON gateway through libcurl),
+ * etcd_txn.c (transactions: the snapshot they read, the writes they
+ * buffer, savepoints, the commit; records), etcd_read.c (lists and
+ * walks) and etcd.c (objects, indexes, lists,
+ * events, tokens). Nothing outside store/ includes it.
+ *
+ * Keys, each under the store's prefix P (integers big-endian, so that
+ * byte order is numeric order):
+ *   P m/rv       u64 the store's resourceVersion (every commit puts it:
+ *                its mod_revision is what a commit compares)
+ *   P m/seq      u64 the last id's sequence
+ *   P m/changes  u64 objects replaced or deleted (store_changes)
+ *   P m/trim     u64 the last resourceVersion whose event is trimmed
+ *   P o/ id      the object's record (below)
+ *   P n/ kind name            -> id
+ *   P k/ kind natural key     -> id
+ *   P d/ digest id            -> "" (per digest, its objects in id order:
+ *                              the first one answers a lookup)
+ *   P l/ kind key NUL value NUL id -> "" (a label's posting list)
+ *   P r/ digest id            -> "" (the referrers of a digest)
+ *   P f/ kind facet           -> u64 count
+ *   P e/ rv       type byte + the record of the object as that event left
+ *                 it (the DELETED one: the final state the caller gave)
+ *   P t/ hash     a token's JSON description
+ * A list is one range request from a start key with a limit, whatever
+ * the number of keys before it.
+ *
+ * A record: u32 magic | u8 kind | u8 nrefs | u16 name_len |
+ * u16 natkey_len | u16 0 | u32 json_len | u64 id | u64 rv | digest[32] |
+ * u32 meta_off, meta_len, spec_off, spec_len, status_off, status_len |
+ * u32 labels_len, facets_len | name | natkey | refs | labels | facets |
+ * json | u32 CRC-32 (zlib's) of everything before it.
+ *
+ * Transactions: store_begin reads the m/ keys (one range request) and
+ * notes etcd's revision; every later read of the transaction is a range
+ * request at that revision (snapshot isolation), merged, in a write
+ * transaction, with the writes it has buffered (read your writes). A
+ * child transaction is a mark in the buffer's undo log. The commit is one
+ * etcd Txn: compare m/rv's mod_revision with the one read at the begin,
+ * then every put and delete; a failed compare (another writer committed
+ * since) is KI_ECONFLICT and nothing is written.
+ */
+#ifndef STORE_ETCD_INT_H
+#define STORE_ETCD_INT_H
+
+#include <curl/curl.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "store/backend.h"
+#include "store/etcd.h"
+#include "store/store.h"
+
+#define ET_MAGIC 0x3145494bu   /* "KIE1" */
+#define ET_HDR 96
+#define ET_PAGE 256            /* keys per range request of a scan */
+#define ET_CONNS 8             /* idle connections kept */
+#define ET_BATCH 100           /* range requests in one prefetching Txn
+                                * (etcd's --max-txn-ops is 128 by default) */
+
+/* One connection (a libcurl easy handle) to the cluster. */
+typedef struct et_conn {
+	CURL *curl;
+	struct curl_slist *hdrs;
+	char *hdr_token;        /* the auth token these headers carry */
+	ki_buf resp;
+	struct et_conn *next;
+} et_conn;
+
+typedef struct et_follow et_follow;
+
+typedef struct et_store {
+	store_head head;        /* first: see store/backend.h */
+	et_follow *follow;      /* store_etcd_follow's thread, or NULL */
+	char **endpoints;
+	size_t nendpoints, cur;  /* cur: the endpoint that answered last */
+	char *prefix;
+	size_t prefix_len;
+	char *cacert, *cert, *key, *user, *password;
+	long timeout_ms;
+	pthread_mutex_t mu;     /* conns, cur, token */
+	et_conn *idle;
+	size_t nidle;
+	char *token;            /* etcd auth token, or NULL */
+	pthread_mutex_t wmu;    /* held by the write transaction */
+	uint64_t history;
+	store_facets_fn facets;
+	store_log_fn log;
+	void *log_arg;
+} et_store;
+
+/* One buffered write. */
+typedef struct et_ent {
+	char *key;
+	size_t klen;
+	char *val;              /* NULL with del */
+	size_t vlen;
+	int del;
+} et_ent;
+
+/* How to undo one buffered write: the entry as it was (had 0: absent). */
+typedef struct et_undo {
+	char *key;
+	size_t klen;
+	int had, del;
+	char *val;
+	size_t vlen;
+} et_undo;
+
+typedef struct et_top {
+	et_conn *conn;
+	int64_t rev;            /* the etcd revision every read reads */
+	int64_t rv_mod;         /* m/rv's mod_revision at rev */
+	uint64_t rv, seq, changes, trim;
+	uint64_t writes;
+	et_ent **ents;          /* sorted by key */
+	size_t nents, capents;
+	/* Remote reads' answers at rev (del: absent), sorted by key: a key
+	 * is read from etcd once per transaction. */
+	et_ent **cache;
+	size_t ncache, capcache;
+	/* Kinds whose facet counts are all in the cache (et_local_only). */
+	uint8_t facets_read[32];
+	et_undo *undo;
+	size_t nundo, capundo;
+	int depth;              /* open children */
+} et_top;
+
+struct store_txn {
+	store *s;               /* first: see store/backend.h */
+	et_top *top;
+	store_txn *parent;
+	int write;
+	/* A child's savepoint. */
+	size_t undo_mark;
+	uint64_t rv, seq, changes;
+};
+
+/* A scan's callback: a key and its value (borrowed for the call).
+ * Non-zero stops the scan and is returned. */
+typedef int (*et_scan_fn)(void *arg, const char *key, size_t klen,
+	const char *val, size_t vlen);
+
+/* etcd_http.c */
+int et_http_open(et_store *e, const store_etcd_options *eo);
+void et_http_close(et_store *e);
+et_conn *et_conn_get(et_store *e);
+void et_conn_put(et_store *e, et_conn *c);
+/* POSTs body (JSON) to path; *out (caller puts with json_object_put) is
+ * the answer. KI_EIO when no endpoint answers, KI_EGONE when etcd says the
+ * revision is compacted, KI_ESTORE for another refusal. */
+int et_post(et_store *e, et_conn *c, const char *path, const char *body,
+	size_t len, json_object **out);
+/* Appends n bytes as base64 in quotes. */
+int et_b64(ki_buf *b, const void *p, size_t n);
+/* Decodes the base64 string of member name of o into a new allocation
+ * (caller frees; NULL and 0 when absent). */
+int et_unb64(json_object *o, const char *name, char **out, size_t *len);
+int64_t et_int(json_object *o, const char *name);
+/* Streams /v3/maintenance/snapshot to fd. */
+int et_snapshot(et_store *e, int fd);
+/* Starts the thread that watches key (/v3/watch) and calls fn with each
+ * new value (a u64); et_follow_stop ends it (store_close). */
+int et_follow_start(et_store *e, const char *key, size_t klen,
+	void (*fn)(void *arg, uint64_t rv), void *arg);
+void et_follow_stop(et_store *e);
+
+/* etcd_txn.c */
+/* The key prefix + part + rest (n bytes) into buf (at least
+ * prefix_len + 2 + n): its length. */
+size_t et_key(const et_store *e, char *buf, char part, const void *rest,
+	size_t n);
+/* Turns the prefix in buf (n bytes) into the end of its range (etcd's
+ * range_end for a prefix: trailing 0xff bytes dropped, the last one
+ * raised); returns its length. */
+size_t et_prefix_end(char *buf, size_t n);
+/* The value of key as t sees it: its own write, else etcd's at t's
+ * revision (read once, then kept). *val is borrowed: valid until t ends
+ * or writes key again. KI_ENOTFOUND when absent. */
+int et_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen);
+/* Notes what the transaction's revision holds at key (val NULL: absent)
+ * so that et_get need not ask etcd (a scan's answers). */
+int et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
+	size_t vlen);
+/* What the cache holds at key: KI_OK (*val borrowed), KI_ENOTFOUND
+ * (known absent), or 1 (not read yet). */
+int et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen);
+/* The first key in [start, end) the transaction has written and not
+ * deleted: 1 with *key (borrowed), or 0. */
+int et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen);
+/* Whether the transaction has deleted key. */
+int et_buf_deleted(store_txn *t, const char *key, size_t klen);
+/* Whether key is known absent without a read (a facet count of a kind
+ * whose counts were all read: see facets_read in etcd.c). */
+int et_local_only(store_txn *t, const char *key, size_t klen);
+/* Reads the records of the n ids that neither the buffer nor the cache
+ * holds, up to ET_BATCH in one etcd Txn of range requests at the
+ * transaction's revision, into the cache (a list page's candidates: one
+ * round trip instead of one each). */
+int et_prefetch(store_txn *t, const uint64_t *ids, size_t n);
+int et_set(store_txn *t, const char *key, size_t klen, const void *val,
+	size_t vlen);
+int et_del(store_txn *t, const char *key, size_t klen);
+/* Calls fn for each key in [start, end) in order, as t sees it. */
+int et_scan(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg);
+/* Like et_scan, over what etcd holds at the revision alone (not the
+ * transaction's writes). */
+int et_scan_remote(store_txn *t, const char *start, size_t slen,
+	const char *end, size_t elen, et_scan_fn fn, void *arg);
+int et_begin(store *s, int write, store_txn **out);
+int et_begin_child(store_txn *parent, store_txn **out);
+int et_commit(store_txn *t);
+void et_abort(store_txn *t);
+void et_put_be64(uint8_t *p, uint64_t v);
+uint64_t et_get_be64(const void *p);
+
+/* Records (etcd_txn.c). Encodes o (its id in seq) with the facets
+ * given, after what b holds. */
+int et_rec_encode(ki_buf *b, const store_obj *o, const char *facets,
+	size_t facets_len);
+/* Decodes a record; o's pointers point into p. KI_ECORRUPT when its
+ * checksum or lengths do not hold. */
+int et_rec_decode(const char *p, size_t n, store_obj *o);
+/* P o/ id into buf: its length. */
+size_t et_id_key(et_store *e, char *buf, uint64_t id);
+int et_get_by_seq(store_txn *t, uint64_t id, store_obj *out);
+
+/* etcd_read.c */
+int et_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
+	void *arg);
+int et_count(store_txn *t, int kind, uint64_t *out);
+int et_list_index(store_txn *t, int kind, const store_term *terms,
+	size_t nterms, uint64_t after, store_each_fn fn, void *arg);
+int et_facets(store_txn *t, int kind, store_facet_fn fn, void *arg);
+int et_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+	store_each_fn fn, void *arg);
+int et_events_since(store_txn *t, uint64_t rv, store_event_fn fn,
+	void *arg);
+
+#endif

@@ -1,0 +1,1072 @@
+/* store/etcd_txn.c — the etcd backend's transactions: the revision a
+ * transaction reads at, the writes a write transaction buffers (read
+ * back by its own reads), child transactions as marks in the buffer's
+ * undo log, and the commit as one etcd Txn conditional on m/rv's
+ * mod_revision (see store/etcd_int.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "store/etcd_int.h"
+
+void
+et_put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+uint64_t
+et_get_be64(const void *p)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+size_t
+et_key(const et_store *e, char *buf, char part, const void *rest, size_t n)
+{
+	memcpy(buf, e->prefix, e->prefix_len);
+	buf[e->prefix_len] = part;
+	buf[e->prefix_len + 1] = '/';
+	if (n > 0)
+		memcpy(buf + e->prefix_len + 2, rest, n);
+	return e->prefix_len + 2 + n;
+}
+
+size_t
+et_prefix_end(char *buf, size_t n)
+{
+	while (n > 0 && (uint8_t)buf[n - 1] == 0xff)
+		n--;
+	if (n > 0)
+		buf[n - 1]++;
+	return n;
+}
+
+static int
+keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c != 0)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+/* The index of the first entry of the sorted a (n entries) >= key. */
+static size_t
+arr_find(et_ent *const *a, size_t n, const char *key, size_t klen)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const et_ent *x = a[mid];
+
+		if (keycmp(x->key, x->klen, key, klen) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The index of the first buffered entry >= key. */
+static size_t
+ent_find(const et_top *w, const char *key, size_t klen)
+{
+	return arr_find(w->ents, w->nents, key, klen);
+}
+
+/* What the transaction's revision holds at key, as read before (a
+ * remote read's answer, or absence: del), or NULL when not read yet. The
+ * revision is fixed, so an answer stays true for the transaction. */
+static const et_ent *
+cache_find(const et_top *w, const char *key, size_t klen)
+{
+	size_t i = arr_find(w->cache, w->ncache, key, klen);
+
+	if (i < w->ncache && keycmp(w->cache[i]->key, w->cache[i]->klen, key,
+	    klen) == 0)
+		return w->cache[i];
+	return NULL;
+}
+
+int
+et_local_only(store_txn *t, const char *key, size_t klen)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	uint8_t kind;
+
+	if (klen < e->prefix_len + 3 || key[e->prefix_len] != 'f' ||
+	    memcmp(key, e->prefix, e->prefix_len) != 0)
+		return 0;
+	kind = (uint8_t)key[e->prefix_len + 2];
+	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
+}
+
+/* Notes a remote read's answer (val NULL: absent); consumes val. */
+static int
+cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
+{
+	size_t i = arr_find(w->cache, w->ncache, key, klen);
+	et_ent *x;
+
+	if (w->ncache == w->capcache) {
+		size_t cap = w->capcache ? w->capcache * 2 : 64;
+		et_ent **g = realloc(w->cache, cap * sizeof(*g));
+
+		if (g == NULL) {
+			free(val);
+			return KI_ENOMEM;
+		}
+		w->cache = g;
+		w->capcache = cap;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL ||
+	    (x->key = malloc(klen + 1)) == NULL) {
+		free(x);
+		free(val);
+		return KI_ENOMEM;
+	}
+	memcpy(x->key, key, klen);
+	x->klen = klen;
+	x->val = val;
+	x->vlen = vlen;
+	x->del = val == NULL;
+	memmove(w->cache + i + 1, w->cache + i,
+	    (w->ncache - i) * sizeof(*w->cache));
+	w->cache[i] = x;
+	w->ncache++;
+	return KI_OK;
+}
+
+int
+et_cache_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen)
+{
+	const et_ent *c = cache_find(t->top, key, klen);
+
+	if (c == NULL)
+		return 1;
+	if (c->del)
+		return KI_ENOTFOUND;
+	*val = c->val;
+	*vlen = c->vlen;
+	return KI_OK;
+}
+
+int
+et_buf_first(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, const char **key, size_t *klen)
+{
+	const et_top *w = t->top;
+
+	for (size_t i = ent_find(w, start, slen); i < w->nents &&
+	    keycmp(w->ents[i]->key, w->ents[i]->klen, end, elen) < 0; i++) {
+		if (!w->ents[i]->del) {
+			*key = w->ents[i]->key;
+			*klen = w->ents[i]->klen;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int
+et_buf_deleted(store_txn *t, const char *key, size_t klen)
+{
+	const et_top *w = t->top;
+	size_t i = ent_find(w, key, klen);
+
+	return i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0 && w->ents[i]->del;
+}
+
+int
+et_cache_put(store_txn *t, const char *key, size_t klen, const char *val,
+	size_t vlen)
+{
+	char *v = NULL;
+
+	if (cache_find(t->top, key, klen) != NULL)
+		return KI_OK;
+	if (val != NULL) {
+		if ((v = malloc(vlen + 1)) == NULL)
+			return KI_ENOMEM;
+		memcpy(v, val, vlen);
+		v[vlen] = '\0';
+	}
+	return cache_add(t->top, key, klen, v, vlen);
+}
+
+static int
+range_body(ki_buf *b, const et_top *w, const char *key, size_t klen,
+	const char *end, size_t elen, long limit)
+{
+	ki_buf_puts(b, "{\"key\":");
+	et_b64(b, key, klen);
+	if (end != NULL) {
+		ki_buf_puts(b, ",\"range_end\":");
+		et_b64(b, end, elen);
+	}
+	if (limit > 0)
+		ki_buf_printf(b, ",\"limit\":\"%ld\"", limit);
+	if (w->rev > 0)
+		ki_buf_printf(b, ",\"revision\":\"%lld\"", (long long)w->rev);
+	ki_buf_putc(b, '}');
+	return b->oom ? KI_ENOMEM : KI_OK;
+}
+
+/* One range request at the transaction's revision; *kvs borrowed from
+ * *resp (caller puts). */
+static int
+remote_range(store_txn *t, const char *key, size_t klen, const char *end,
+	size_t elen, long limit, json_object **resp, json_object **kvs,
+	int *more)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	ki_buf b;
+	json_object *m;
+	int rc;
+
+	*kvs = NULL;
+	*more = 0;
+	ki_buf_init(&b);
+	if ((rc = range_body(&b, t->top, key, klen, end, elen, limit)) == KI_OK)
+		rc = et_post(e, t->top->conn, "/v3/kv/range", b.data, b.len, resp);
+	ki_buf_free(&b);
+	if (rc != KI_OK)
+		return rc;
+	json_object_object_get_ex(*resp, "kvs", kvs);
+	if (json_object_object_get_ex(*resp, "more", &m))
+		*more = json_object_get_boolean(m);
+	return KI_OK;
+}
+
+int
+et_get(store_txn *t, const char *key, size_t klen, const char **val,
+	size_t *vlen)
+{
+	et_top *w = t->top;
+	json_object *resp = NULL, *kvs;
+	size_t i = ent_find(w, key, klen);
+	char *v = NULL;
+	int rc, more;
+
+	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0) {
+		if (w->ents[i]->del)
+			return KI_ENOTFOUND;
+		*val = w->ents[i]->val;
+		*vlen = w->ents[i]->vlen;
+		return KI_OK;
+	}
+	{
+		const et_ent *c = cache_find(w, key, klen);
+
+		if (c != NULL) {
+			if (c->del)
+				return KI_ENOTFOUND;
+			*val = c->val;
+			*vlen = c->vlen;
+			return KI_OK;
+		}
+	}
+	if (et_local_only(t, key, klen))
+		return KI_ENOTFOUND;
+	if ((rc = remote_range(t, key, klen, NULL, 0, 0, &resp, &kvs, &more)) !=
+	    KI_OK)
+		return rc;
+	if (kvs == NULL || json_object_array_length(kvs) == 0) {
+		rc = cache_add(w, key, klen, NULL, 0);
+		if (rc == KI_OK)
+			rc = KI_ENOTFOUND;
+		goto out;
+	}
+	if ((rc = et_unb64(json_object_array_get_idx(kvs, 0), "value", &v,
+	    vlen)) != KI_OK)
+		goto out;
+	if (v == NULL && (v = calloc(1, 1)) == NULL) {
+		rc = KI_ENOMEM;
+		goto out;
+	}
+	/* The cache owns it now; it lives as long as the transaction. */
+	*val = v;
+	rc = cache_add(w, key, klen, v, *vlen);
+	v = NULL;
+out:
+	free(v);
+	json_object_put(resp);
+	return rc;
+}
+
+int
+et_prefetch(store_txn *t, const uint64_t *ids, size_t n)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	size_t at = 0;
+	int rc = KI_OK;
+
+	while (at < n && rc == KI_OK) {
+		json_object *resp = NULL, *rs;
+		char keys[ET_BATCH][64];
+		size_t klen[ET_BATCH], m = 0;
+		ki_buf b;
+
+		ki_buf_init(&b);
+		ki_buf_puts(&b, "{\"success\":[");
+		for (; at < n && m < ET_BATCH; at++) {
+			size_t kl = et_id_key(e, keys[m], ids[at]), bi;
+
+			bi = ent_find(w, keys[m], kl);
+			if ((bi < w->nents && keycmp(w->ents[bi]->key,
+			    w->ents[bi]->klen, keys[m], kl) == 0) ||
+			    cache_find(w, keys[m], kl) != NULL)
+				continue;
+			if (m > 0)
+				ki_buf_putc(&b, ',');
+			ki_buf_puts(&b, "{\"request_range\":{\"key\":");
+			et_b64(&b, keys[m], kl);
+			ki_buf_printf(&b, ",\"revision\":\"%lld\"}}",
+			    (long long)w->rev);
+			klen[m++] = kl;
+		}
+		ki_buf_puts(&b, "]}");
+		if (m == 0) {
+			ki_buf_free(&b);
+			continue;
+		}
+		rc = b.oom ? KI_ENOMEM :
+		    et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+		ki_buf_free(&b);
+		if (rc == KI_OK && (!json_object_object_get_ex(resp, "responses",
+		    &rs) || json_object_array_length(rs) != m))
+			rc = KI_ESTORE;
+		for (size_t i = 0; i < m && rc == KI_OK; i++) {
+			json_object *rr, *kvs = NULL;
+			char *v = NULL;
+			size_t vl = 0;
+
+			if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+			    "response_range", &rr))
+				json_object_object_get_ex(rr, "kvs", &kvs);
+			if (kvs != NULL && json_object_array_length(kvs) > 0) {
+				rc = et_unb64(json_object_array_get_idx(kvs, 0), "value", &v,
+				    &vl);
+				if (rc == KI_OK && v == NULL && (v = calloc(1, 1)) == NULL)
+					rc = KI_ENOMEM;
+			}
+			if (rc == KI_OK)
+				rc = cache_add(w, keys[i], klen[i], v, vl);
+			else
+				free(v);
+		}
+		json_object_put(resp);
+	}
+	return rc;
+}
+
+/* Records how to undo a change of entry i (absent: had 0) while a child
+ * is open. */
+static int
+undo_note(et_top *w, const char *key, size_t klen, const et_ent *old)
+{
+	et_undo *u;
+
+	if (w->depth == 0)
+		return KI_OK;
+	if (w->nundo == w->capundo) {
+		size_t cap = w->capundo ? w->capundo * 2 : 64;
+		et_undo *g = realloc(w->undo, cap * sizeof(*g));
+
+		if (g == NULL)
+			return KI_ENOMEM;
+		w->undo = g;
+		w->capundo = cap;
+	}
+	u = &w->undo[w->nundo];
+	memset(u, 0, sizeof(*u));
+	if ((u->key = malloc(klen + 1)) == NULL)
+		return KI_ENOMEM;
+	memcpy(u->key, key, klen);
+	u->klen = klen;
+	if (old != NULL) {
+		u->had = 1;
+		u->del = old->del;
+		if (!old->del) {
+			if ((u->val = malloc(old->vlen + 1)) == NULL) {
+				free(u->key);
+				return KI_ENOMEM;
+			}
+			memcpy(u->val, old->val, old->vlen);
+			u->vlen = old->vlen;
+		}
+	}
+	w->nundo++;
+	return KI_OK;
+}
+
+/* Sets key to val (del: deleted) in the buffer; consumes val. */
+static int
+ent_set(et_top *w, const char *key, size_t klen, char *val, size_t vlen,
+	int del)
+{
+	size_t i = ent_find(w, key, klen);
+	et_ent *x;
+	int rc;
+
+	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0) {
+		x = w->ents[i];
+		if ((rc = undo_note(w, key, klen, x)) != KI_OK) {
+			free(val);
+			return rc;
+		}
+		free(x->val);
+		x->val = val;
+		x->vlen = vlen;
+		x->del = del;
+		return KI_OK;
+	}
+	if ((rc = undo_note(w, key, klen, NULL)) != KI_OK) {
+		free(val);
+		return rc;
+	}
+	if (w->nents == w->capents) {
+		size_t cap = w->capents ? w->capents * 2 : 64;
+		et_ent **g = realloc(w->ents, cap * sizeof(*g));
+
+		if (g == NULL) {
+			free(val);
+			return KI_ENOMEM;
+		}
+		w->ents = g;
+		w->capents = cap;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL ||
+	    (x->key = malloc(klen + 1)) == NULL) {
+		free(x);
+		free(val);
+		return KI_ENOMEM;
+	}
+	memcpy(x->key, key, klen);
+	x->klen = klen;
+	x->val = val;
+	x->vlen = vlen;
+	x->del = del;
+	memmove(w->ents + i + 1, w->ents + i, (w->nents - i) * sizeof(*w->ents));
+	w->ents[i] = x;
+	w->nents++;
+	return KI_OK;
+}
+
+int
+et_set(store_txn *t, const char *key, size_t klen, const void *val,
+	size_t vlen)
+{
+	char *v = malloc(vlen + 1);
+
+	if (v == NULL)
+		return KI_ENOMEM;
+	if (vlen > 0)
+		memcpy(v, val, vlen);
+	v[vlen] = '\0';
+	return ent_set(t->top, key, klen, v, vlen, 0);
+}
+
+int
+et_del(store_txn *t, const char *key, size_t klen)
+{
+	return ent_set(t->top, key, klen, NULL, 0, 1);
+}
+
+/* Removes the buffered entry of key (an undo of its first write). */
+static void
+ent_remove(et_top *w, const char *key, size_t klen)
+{
+	size_t i = ent_find(w, key, klen);
+
+	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
+	    klen) == 0) {
+		free(w->ents[i]->key);
+		free(w->ents[i]->val);
+		free(w->ents[i]);
+		memmove(w->ents + i, w->ents + i + 1,
+		    (w->nents - i - 1) * sizeof(*w->ents));
+		w->nents--;
+	}
+}
+
+/* The index of the first buffered key of a scan not yet emitted: after
+ * last (the last key emitted; none yet: from start). Found again at each
+ * step, since the scan's callback may write (a referrer re-rendered while
+ * the referrers are walked), which moves the buffer's entries. */
+static size_t
+buf_next(const et_top *w, const ki_buf *last, const char *start, size_t slen)
+{
+	size_t i;
+
+	if (last->data == NULL)
+		return ent_find(w, start, slen);
+	i = ent_find(w, last->data, last->len);
+	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen,
+	    last->data, last->len) == 0)
+		i++;
+	return i;
+}
+
+static int
+set_last(ki_buf *last, const char *key, size_t klen)
+{
+	ki_buf_reset(last);
+	return ki_buf_append(last, key, klen);
+}
+
+/* Emits the buffered keys below (k, kl) (every one left: k NULL). */
+static int
+buf_emit_below(const et_top *w, ki_buf *last, const char *start, size_t slen,
+	const char *k, size_t kl, et_scan_fn fn, void *arg)
+{
+	int rc = KI_OK;
+
+	for (;;) {
+		size_t bi = buf_next(w, last, start, slen);
+		const et_ent *x;
+
+		if (bi >= w->nents || keycmp(w->ents[bi]->key, w->ents[bi]->klen,
+		    k, kl) >= 0)
+			return rc;
+		x = w->ents[bi];
+		if (set_last(last, x->key, x->klen) != KI_OK)
+			return KI_ENOMEM;
+		if (!x->del && (rc = fn(arg, x->key, x->klen, x->val, x->vlen)) !=
+		    KI_OK)
+			return rc;
+	}
+}
+
+/* et_scan, or (merge 0) what etcd holds alone, without the buffer. */
+static int
+scan(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg, int merge)
+{
+	et_top *w = t->top;
+	ki_buf from, last;
+	int rc = KI_OK, more = 1;
+
+	ki_buf_init(&from);
+	ki_buf_init(&last);
+	if (ki_buf_append(&from, start, slen) != KI_OK)
+		return KI_ENOMEM;
+	while (more && rc == KI_OK) {
+		json_object *resp = NULL, *kvs = NULL;
+		size_t n;
+
+		rc = remote_range(t, from.data, from.len, end, elen, ET_PAGE,
+		    &resp, &kvs, &more);
+		n = kvs != NULL ? json_object_array_length(kvs) : 0;
+		for (size_t i = 0; i < n && rc == KI_OK; i++) {
+			json_object *kv = json_object_array_get_idx(kvs, i);
+			char *k = NULL, *v = NULL;
+			size_t kl, vl, bi;
+
+			if ((rc = et_unb64(kv, "key", &k, &kl)) != KI_OK ||
+			    (rc = et_unb64(kv, "value", &v, &vl)) != KI_OK) {
+				free(k);
+				break;
+			}
+			/* Buffered keys before this one come first. */
+			if (merge)
+				rc = buf_emit_below(w, &last, start, slen, k, kl, fn, arg);
+			if (rc == KI_OK && set_last(&last, k, kl) != KI_OK)
+				rc = KI_ENOMEM;
+			bi = merge ? ent_find(w, k, kl) : w->nents;
+			if (rc != KI_OK)
+				;
+			else if (bi < w->nents && keycmp(w->ents[bi]->key,
+			    w->ents[bi]->klen, k, kl) == 0) {
+				if (!w->ents[bi]->del)
+					rc = fn(arg, k, kl, w->ents[bi]->val,
+					    w->ents[bi]->vlen);
+			} else
+				rc = fn(arg, k, kl, v != NULL ? v : "", vl);
+			if (i + 1 == n) {
+				/* The next page starts just after this key. */
+				ki_buf_reset(&from);
+				ki_buf_append(&from, k, kl);
+				if (ki_buf_putc(&from, '\0') != KI_OK)
+					rc = KI_ENOMEM;
+			}
+			free(k);
+			free(v);
+		}
+		json_object_put(resp);
+		if (n == 0)
+			more = 0;
+	}
+	/* Buffered keys after the last stored one. */
+	if (rc == KI_OK && merge)
+		rc = buf_emit_below(w, &last, start, slen, end, elen, fn, arg);
+	ki_buf_free(&from);
+	ki_buf_free(&last);
+	return rc;
+}
+
+int
+et_scan(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg)
+{
+	return scan(t, start, slen, end, elen, fn, arg, 1);
+}
+
+int
+et_scan_remote(store_txn *t, const char *start, size_t slen, const char *end,
+	size_t elen, et_scan_fn fn, void *arg)
+{
+	return scan(t, start, slen, end, elen, fn, arg, 0);
+}
+
+/* Reads the m/ keys (one range request) and takes their revision as the
+ * transaction's. */
+static int
+read_meta(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	json_object *resp = NULL, *kvs, *hdr;
+	char key[512], end[512];
+	size_t n;
+	int rc, more;
+
+	n = et_key(e, key, 'm', NULL, 0);
+	memcpy(end, key, n);
+	end[n - 1]++;
+	w->rev = 0;
+	if ((rc = remote_range(t, key, n, end, n, 0, &resp, &kvs, &more)) !=
+	    KI_OK)
+		return rc;
+	if (json_object_object_get_ex(resp, "header", &hdr))
+		w->rev = et_int(hdr, "revision");
+	for (size_t i = 0; kvs != NULL && i < json_object_array_length(kvs);
+	    i++) {
+		json_object *kv = json_object_array_get_idx(kvs, i);
+		char *k = NULL, *v = NULL;
+		size_t kl, vl;
+		uint64_t x;
+
+		if ((rc = et_unb64(kv, "key", &k, &kl)) != KI_OK ||
+		    (rc = et_unb64(kv, "value", &v, &vl)) != KI_OK) {
+			free(k);
+			break;
+		}
+		x = vl == 8 ? et_get_be64(v) : 0;
+		if (vl != 8)
+			rc = KI_ECORRUPT;
+		else if (kl == n + 2 && memcmp(k + n, "rv", 2) == 0) {
+			w->rv = x;
+			w->rv_mod = et_int(kv, "mod_revision");
+		} else if (kl == n + 3 && memcmp(k + n, "seq", 3) == 0)
+			w->seq = x;
+		else if (kl == n + 7 && memcmp(k + n, "changes", 7) == 0)
+			w->changes = x;
+		else if (kl == n + 4 && memcmp(k + n, "trim", 4) == 0)
+			w->trim = x;
+		free(k);
+		free(v);
+	}
+	json_object_put(resp);
+	return rc;
+}
+
+static void
+top_free(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+
+	for (size_t i = 0; i < w->nents; i++) {
+		free(w->ents[i]->key);
+		free(w->ents[i]->val);
+		free(w->ents[i]);
+	}
+	free(w->ents);
+	for (size_t i = 0; i < w->ncache; i++) {
+		free(w->cache[i]->key);
+		free(w->cache[i]->val);
+		free(w->cache[i]);
+	}
+	free(w->cache);
+	for (size_t i = 0; i < w->nundo; i++) {
+		free(w->undo[i].key);
+		free(w->undo[i].val);
+	}
+	free(w->undo);
+	et_conn_put(e, w->conn);
+	if (t->write)
+		pthread_mutex_unlock(&e->wmu);
+	free(w);
+	free(t);
+}
+
+int
+et_begin(store *s, int write, store_txn **out)
+{
+	et_store *e = (et_store *)(void *)s;
+	store_txn *t;
+	int rc;
+
+	*out = NULL;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return KI_ENOMEM;
+	if ((t->top = calloc(1, sizeof(*t->top))) == NULL) {
+		free(t);
+		return KI_ENOMEM;
+	}
+	t->s = s;
+	t->write = write;
+	if (write)
+		pthread_mutex_lock(&e->wmu);
+	if ((t->top->conn = et_conn_get(e)) == NULL)
+		rc = KI_ENOMEM;
+	else
+		rc = read_meta(t);
+	if (rc != KI_OK) {
+		top_free(t);
+		return rc;
+	}
+	*out = t;
+	return KI_OK;
+}
+
+int
+et_begin_child(store_txn *parent, store_txn **out)
+{
+	store_txn *t;
+
+	*out = NULL;
+	if (!parent->write)
+		return KI_EINVAL;
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return KI_ENOMEM;
+	t->s = parent->s;
+	t->top = parent->top;
+	t->parent = parent;
+	t->write = 1;
+	t->undo_mark = t->top->nundo;
+	t->rv = t->top->rv;
+	t->seq = t->top->seq;
+	t->changes = t->top->changes;
+	t->top->depth++;
+	*out = t;
+	return KI_OK;
+}
+
+/* Appends one put or delete of the commit's Txn. */
+static void
+commit_op(ki_buf *b, const et_ent *x, int *first)
+{
+	if (!*first)
+		ki_buf_putc(b, ',');
+	*first = 0;
+	if (x->del) {
+		ki_buf_puts(b, "{\"request_delete_range\":{\"key\":");
+		et_b64(b, x->key, x->klen);
+		ki_buf_puts(b, "}}");
+		return;
+	}
+	ki_buf_puts(b, "{\"request_put\":{\"key\":");
+	et_b64(b, x->key, x->klen);
+	ki_buf_puts(b, ",\"value\":");
+	et_b64(b, x->val, x->vlen);
+	ki_buf_puts(b, "}}");
+}
+
+static int
+meta_set(store_txn *t, const char *name, uint64_t v)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	char key[512];
+	uint8_t val[8];
+
+	et_put_be64(val, v);
+	return et_set(t, key, et_key(e, key, 'm', name, strlen(name)), val, 8);
+}
+
+/* The top-level commit: one Txn (see store/etcd_int.h). Events at or
+ * below the new trim point are dropped, not written. */
+static int
+commit_top(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	json_object *resp = NULL, *ok;
+	char key[512], ev[512], evend[512];
+	size_t klen, evlen;
+	uint64_t trim = w->trim;
+	ki_buf b;
+	int rc, first = 1;
+
+	if (w->nents == 0)
+		return KI_OK;
+	if (e->history > 0 && w->rv > e->history && w->rv - e->history > trim)
+		trim = w->rv - e->history;
+	if ((rc = meta_set(t, "rv", w->rv)) != KI_OK ||
+	    (rc = meta_set(t, "seq", w->seq)) != KI_OK ||
+	    (rc = meta_set(t, "changes", w->changes)) != KI_OK ||
+	    (rc = meta_set(t, "trim", trim)) != KI_OK)
+		return rc;
+	klen = et_key(e, key, 'm', "rv", 2);
+	evlen = et_key(e, ev, 'e', NULL, 0);
+	ki_buf_init(&b);
+	ki_buf_puts(&b, "{\"compare\":[{\"key\":");
+	et_b64(&b, key, klen);
+	ki_buf_printf(&b, ",\"target\":\"MOD\",\"result\":\"EQUAL\","
+	    "\"mod_revision\":\"%lld\"}],\"success\":[", (long long)w->rv_mod);
+	for (size_t i = 0; i < w->nents; i++) {
+		const et_ent *x = w->ents[i];
+
+		if (x->klen == evlen + 8 && memcmp(x->key, ev, evlen) == 0 &&
+		    et_get_be64(x->key + evlen) <= trim)
+			continue;
+		commit_op(&b, x, &first);
+	}
+	if (trim > w->trim) {
+		uint8_t at[8];
+
+		memcpy(evend, ev, evlen);
+		et_put_be64(at, trim + 1);
+		memcpy(evend + evlen, at, 8);
+		ki_buf_puts(&b, ",{\"request_delete_range\":{\"key\":");
+		et_b64(&b, ev, evlen);
+		ki_buf_puts(&b, ",\"range_end\":");
+		et_b64(&b, evend, evlen + 8);
+		ki_buf_puts(&b, "}}");
+	}
+	ki_buf_puts(&b, "]}");
+	if (b.oom)
+		rc = KI_ENOMEM;
+	else
+		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+	ki_buf_free(&b);
+	if (rc == KI_OK && (!json_object_object_get_ex(resp, "succeeded", &ok) ||
+	    !json_object_get_boolean(ok)))
+		rc = KI_ECONFLICT;
+	json_object_put(resp);
+	return rc;
+}
+
+/* Undoes the buffer's changes back to mark. */
+static void
+undo_to(et_top *w, size_t mark)
+{
+	while (w->nundo > mark) {
+		et_undo *u = &w->undo[--w->nundo];
+
+		if (!u->had)
+			ent_remove(w, u->key, u->klen);
+		else {
+			size_t i = ent_find(w, u->key, u->klen);
+			et_ent *x = w->ents[i];
+
+			free(x->val);
+			x->val = u->val;
+			x->vlen = u->vlen;
+			x->del = u->del;
+			u->val = NULL;
+		}
+		free(u->key);
+		free(u->val);
+	}
+}
+
+int
+et_commit(store_txn *t)
+{
+	int rc = KI_OK;
+
+	if (t->parent != NULL) {
+		if (--t->top->depth == 0) {
+			/* No savepoint left to roll back to. */
+			for (size_t i = 0; i < t->top->nundo; i++) {
+				free(t->top->undo[i].key);
+				free(t->top->undo[i].val);
+			}
+			t->top->nundo = 0;
+		}
+		free(t);
+		return KI_OK;
+	}
+	if (t->write)
+		rc = commit_top(t);
+	top_free(t);
+	return rc;
+}
+
+void
+et_abort(store_txn *t)
+{
+	if (t->parent != NULL) {
+		et_top *w = t->top;
+
+		undo_to(w, t->undo_mark);
+		w->rv = t->rv;
+		w->seq = t->seq;
+		w->changes = t->changes;
+		w->depth--;
+		free(t);
+		return;
+	}
+	top_free(t);
+}
+
+/* ---- records ---- */
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	    (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Encodes o (with id and facets) as a record into b (after what b holds). */
+int
+et_rec_encode(ki_buf *b, const store_obj *o, const char *facets,
+	size_t facets_len)
+{
+	uint8_t h[ET_HDR];
+	size_t start = b->len;
+	uint32_t crc;
+
+	memset(h, 0, sizeof(h));
+	put32(h, ET_MAGIC);
+	h[4] = (uint8_t)o->kind;
+	h[5] = (uint8_t)o->nrefs;
+	h[6] = (uint8_t)(o->name_len >> 8);
+	h[7] = (uint8_t)o->name_len;
+	h[8] = (uint8_t)(o->natkey_len >> 8);
+	h[9] = (uint8_t)o->natkey_len;
+	put32(h + 12, (uint32_t)o->json_len);
+	et_put_be64(h + 16, o->seq);
+	et_put_be64(h + 24, o->rv);
+	memcpy(h + 32, o->digest, STORE_DIGEST_LEN);
+	put32(h + 64, o->meta_off);
+	put32(h + 68, o->meta_len);
+	put32(h + 72, o->spec_off);
+	put32(h + 76, o->spec_len);
+	put32(h + 80, o->status_off);
+	put32(h + 84, o->status_len);
+	put32(h + 88, (uint32_t)o->labels_len);
+	put32(h + 92, (uint32_t)facets_len);
+	ki_buf_append(b, h, sizeof(h));
+	ki_buf_append(b, o->name, o->name_len);
+	if (o->natkey_len > 0)
+		ki_buf_append(b, o->natkey, o->natkey_len);
+	if (o->nrefs > 0)
+		ki_buf_append(b, o->refs, o->nrefs * STORE_DIGEST_LEN);
+	if (o->labels_len > 0)
+		ki_buf_append(b, o->labels, o->labels_len);
+	if (facets_len > 0)
+		ki_buf_append(b, facets, facets_len);
+	ki_buf_append(b, o->json, o->json_len);
+	if (b->oom)
+		return KI_ENOMEM;
+	crc = (uint32_t)crc32(0L, (const Bytef *)b->data + start,
+	    (uInt)(b->len - start));
+	ki_buf_reserve(b, 4);
+	if (b->oom)
+		return KI_ENOMEM;
+	put32((uint8_t *)b->data + b->len, crc);
+	b->len += 4;
+	b->data[b->len] = '\0';
+	return KI_OK;
+}
+
+/* Decodes a record; every pointer of o points into p. */
+int
+et_rec_decode(const char *p, size_t n, store_obj *o)
+{
+	const uint8_t *h = (const uint8_t *)p;
+	size_t need;
+	const char *at;
+
+	memset(o, 0, sizeof(*o));
+	if (n < ET_HDR + 4 || get32(h) != ET_MAGIC ||
+	    get32(h + n - 4) != (uint32_t)crc32(0L, (const Bytef *)p,
+	    (uInt)(n - 4)))
+		return KI_ECORRUPT;
+	o->kind = h[4];
+	o->nrefs = h[5];
+	o->name_len = (size_t)h[6] << 8 | h[7];
+	o->natkey_len = (size_t)h[8] << 8 | h[9];
+	o->json_len = get32(h + 12);
+	o->seq = et_get_be64(h + 16);
+	o->rv = et_get_be64(h + 24);
+	memcpy(o->digest, h + 32, STORE_DIGEST_LEN);
+	o->meta_off = get32(h + 64);
+	o->meta_len = get32(h + 68);
+	o->spec_off = get32(h + 72);
+	o->spec_len = get32(h + 76);
+	o->status_off = get32(h + 80);
+	o->status_len = get32(h + 84);
+	o->labels_len = get32(h + 88);
+	o->facets_len = get32(h + 92);
+	need = ET_HDR + o->name_len + o->natkey_len +
+	    o->nrefs * STORE_DIGEST_LEN + o->labels_len + o->facets_len +
+	    o->json_len + 4;
+	if (need != n)
+		return KI_ECORRUPT;
+	at = p + ET_HDR;
+	o->name = at;
+	at += o->name_len;
+	o->natkey = o->natkey_len ? at : NULL;
+	at += o->natkey_len;
+	o->refs = o->nrefs ? (const uint8_t *)at : NULL;
+	at += o->nrefs * STORE_DIGEST_LEN;
+	o->labels = o->labels_len ? at : NULL;
+	at += o->labels_len;
+	o->facets = o->facets_len ? at : NULL;
+	at += o->facets_len;
+	o->json = at;
+	return KI_OK;
+}
+
+size_t
+et_id_key(et_store *e, char *buf, uint64_t id)
+{
+	uint8_t b[8];
+
+	et_put_be64(b, id);
+	return et_key(e, buf, 'o', b, 8);
+}
+
+int
+et_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
+{
+	char key[64];
+	const char *v;
+	size_t vl;
+	int rc = et_get(t, key, et_id_key((et_store *)(void *)t->s, key, id), &v, &vl);
+
+	if (rc == KI_OK)
+		rc = et_rec_decode(v, vl, out);
+	return rc;
+}
+
