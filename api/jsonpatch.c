@@ -307,6 +307,18 @@ member_str(struct json_object *op, const char *key)
 	return json_object_get_string(v);
 }
 
+/* Does the string member key of op hold a NUL byte? */
+static int
+holds_nul(struct json_object *op, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(op, key, &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    strlen(json_object_get_string(v)) !=
+	    (size_t)json_object_get_string_len(v);
+}
+
 /* Applies one operation to *root. tok is scratch as large as any pointer
  * of the patch. */
 static int
@@ -327,6 +339,11 @@ apply_op(struct json_object **root, struct json_object *op, char *tok,
 	}
 	if (path == NULL) {
 		e->what = "\"path\" is missing or not a string";
+		return -1;
+	}
+	if (holds_nul(op, "path") || holds_nul(op, "from")) {
+		/* Read as a C string, "/a\u0000b" would name "/a". */
+		e->what = "a pointer may not hold U+0000";
 		return -1;
 	}
 	if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 ||
@@ -372,6 +389,10 @@ apply_op(struct json_object **root, struct json_object *op, char *tok,
 		v = lookup(*root, from, tok, &found, e);
 		if (!found)
 			return -1;
+		/* Moved onto itself, a value stays where it is (an add at an
+		 * array index would insert a second copy). */
+		if (strcmp(name, "move") == 0 && strcmp(from, path) == 0)
+			return 0;
 		if (v != NULL && json_object_deep_copy(v, &cp, NULL) != 0) {
 			e->code = 503;
 			return -1;

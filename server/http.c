@@ -570,6 +570,8 @@ typedef struct framing {
 	int cl;                    /* Content-Length values */
 	int cl_bad;                /* one is not a number, or they differ */
 	char cl_first[24];
+	int name_bad;              /* a name holds a character not a tchar */
+	int value_bad;             /* a value holds a bare CR */
 } framing;
 
 /* Adds one Content-Length value (v[0..n), trimmed) to f. */
@@ -605,10 +607,18 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 	const char *value)
 {
 	framing *f = cls;
+	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 	(void)kind;
 	if (value == NULL)
 		value = "";
+	/* "Transfer-Encoding : chunked" is no Transfer-Encoding here, and
+	 * one to a proxy that trims the name (RFC 9112 5.1: 400). */
+	if (*key == '\0' || strspn(key, tchar) != strlen(key))
+		f->name_bad = 1;
+	if (strchr(value, '\r') != NULL)
+		f->value_bad = 1;
 	if (strcasecmp(key, "Transfer-Encoding") == 0) {
 		const char *v = value;
 		size_t n;
@@ -648,7 +658,11 @@ framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
 
 	memset(&f, 0, sizeof(f));
 	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
-	if (f.te > 0 && f.cl > 0)
+	if (f.name_bad || f.value_bad)
+		api_resp_fail(r, 400, "BadRequest", NULL, "a header's name holds "
+		    "a space or a character no field name holds, or its value a "
+		    "bare CR: the request's framing would be ambiguous");
+	else if (f.te > 0 && f.cl > 0)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request has both "
 		    "Transfer-Encoding and Content-Length: its length is "
 		    "ambiguous");

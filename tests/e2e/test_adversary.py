@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""test_adversary — findings of an adversarial pass over scopes, HTTP
+framing and JSON Patch, each checked against the behaviour it names:
+a prefix-limited token verifies only runs under its prefix; a header
+name holding a space ("Transfer-Encoding : chunked") is refused, not
+read as another framing; a JSON patch's resourceVersion is a
+precondition, its pointers may not hold U+0000, a move onto itself
+changes nothing and a patch that leaves null is 422."""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kitest  # noqa: E402
+from kitest import G, check, eq, test  # noqa: E402
+
+JSONPATCH = 'application/json-patch+json'
+
+
+def token(data_dir, *args):
+    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
+                       + list(args), capture_output=True, text=True,
+                       timeout=60)
+    eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
+    return p.stdout.strip()
+
+
+def bearer(t):
+    return {'Authorization': 'Bearer ' + t}
+
+
+def seeded(data=None):
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    s = kitest.seed()
+    return d, s
+
+
+def jpatch(d, path, ops, headers=None):
+    body = ops if isinstance(ops, (bytes, str)) else json.dumps(ops)
+    return d.request('PATCH', path, body=body, content_type=JSONPATCH,
+                     headers=headers)
+
+
+@test
+def prefix_token_verifies_only_runs_under_its_prefix():
+    data = kitest.tempdir('kitest-adv-')
+    admin = token(data, 'create', '--role', 'admin')
+    team = token(data, 'create', '--role', 'writer', '--prefix', 'team-')
+    d, s = seeded(data)
+    eq(d.post(G + '/benchmarkruns', s, headers=bearer(admin)).status, 201,
+       'seed')
+    run = s['run']['metadata']['name']
+    check(not run.startswith('team-'), 'the seed run is outside the prefix')
+    v = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Verification',
+         'metadata': {'name': 'team-v1'}, 'spec': {'runName': run}}
+    r = d.post(G + '/verifications', v, headers=bearer(team))
+    st = kitest.status_of(r, 403, 'Forbidden')
+    check('runName' in st['message'], 'names spec.runName: %r' % st)
+    eq(d.get(G + '/verifications/team-v1').status, 404, 'nothing stored')
+    # The admin may; the prefix token still may verify its own runs.
+    s2 = kitest.seed()
+    s2['run']['metadata']['name'] = 'team-run'
+    s2['run']['spec']['sourceNative']['externalId'] += '-team'
+    eq(d.post(G + '/benchmarkruns', s2, headers=bearer(admin)).status, 201,
+       'team run')
+    v['spec']['runName'] = 'team-run'
+    eq(d.post(G + '/verifications', v, headers=bearer(team)).status, 201,
+       'a Verification of a run under the prefix')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+def raw(d, data):
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=10)
+    try:
+        s.sendall(data)
+        out = b''
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        return out
+    finally:
+        s.close()
+
+
+@test
+def header_names_with_spaces_are_refused():
+    d = kitest.Daemon(sync=False).start()
+    p = (G + '/benchmarkprotocols').encode()
+    # A proxy that trims the name reads a chunked body (an empty one, then
+    # a request of its own); read by Content-Length it is something else.
+    out = raw(d, b'POST ' + p + b' HTTP/1.1\r\nHost: x\r\n'
+              b'Transfer-Encoding : chunked\r\nContent-Length: 3\r\n'
+              b'Connection: close\r\n\r\n0\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 400 '), 'TE with a space: %r' % out[:300])
+    check(b'name' in out, 'the answer says why: %r' % out[-300:])
+    out = raw(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n'
+              b'Connection: close\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 400 '), 'bare CR: %r' % out[:300])
+    out = raw(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close'
+              b'\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 200 '), 'a sound request: %r' % out[:200])
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def json_patch_resource_version_is_a_precondition():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    path = G + '/benchmarkruns/' + s['run']['metadata']['name']
+    rv = d.get(path).json()['metadata']['resourceVersion']
+    r = jpatch(d, path, [
+        {'op': 'replace', 'path': '/metadata/resourceVersion', 'value': '1'},
+        {'op': 'add', 'path': '/metadata/labels/stale', 'value': 'yes'}])
+    kitest.status_of(r, 409, 'Conflict')
+    o = d.get(path).json()
+    check('stale' not in o['metadata']['labels'], 'nothing written: %r' %
+          o['metadata']['labels'])
+    eq(o['metadata']['resourceVersion'], rv, 'the version is unchanged')
+    # The current version holds, and so does a patch that leaves it alone.
+    r = jpatch(d, path, [
+        {'op': 'replace', 'path': '/metadata/resourceVersion', 'value': rv},
+        {'op': 'add', 'path': '/metadata/labels/fresh', 'value': 'yes'}])
+    eq(r.status, 200, 'current version: %r' % r.body[:300])
+    r = jpatch(d, path, [
+        {'op': 'add', 'path': '/metadata/labels/plain', 'value': 'yes'}])
+    eq(r.status, 200, 'no version named: %r' % r.body[:300])
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def json_patch_edge_cases():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    path = G + '/benchmarkruns/' + s['run']['metadata']['name']
+    before = d.get(path).json()
+    # "/metadata/labels/a\u0000b" must not be read as ".../a".
+    r = jpatch(d, path, '[{"op":"add","path":"/metadata/labels/a\\u0000b",'
+               '"value":"x"}]')
+    st = kitest.status_of(r, 400, 'BadRequest')
+    check('u+0000' in kitest.status_text(st), 'says why: %r' % st)
+    check('a' not in d.get(path).json()['metadata']['labels'],
+          'no label "a" written')
+    # A move onto itself leaves an array as it was (no second copy).
+    r = jpatch(d, path, [{'op': 'move', 'from': '/spec/measurements/0',
+                          'path': '/spec/measurements/0'}])
+    eq(r.status, 200, 'move onto itself: %r' % r.body[:300])
+    eq(r.json()['spec'], before['spec'], 'the spec is unchanged')
+    rv = r.json()['metadata']['resourceVersion']
+    # Replacing the whole object by null is the client's error, not 503.
+    r = jpatch(d, path, [{'op': 'replace', 'path': '', 'value': None}])
+    kitest.status_of(r, 422, 'Invalid')
+    eq(d.get(path).json()['metadata']['resourceVersion'], rv,
+       'nothing written')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())
