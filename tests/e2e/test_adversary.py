@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """test_adversary — findings of an adversarial pass over scopes, HTTP
 framing and JSON Patch, each checked against the behaviour it names:
-a prefix-limited token verifies only runs under its prefix; a header
-name holding a space ("Transfer-Encoding : chunked") is refused, not
+a prefix-limited token verifies only runs under its prefix; an access
+review says no to a source-limited token's Threshold, as the write does;
+a header name holding a space ("Transfer-Encoding : chunked") is refused, not
 read as another framing; a JSON patch's resourceVersion is a
 precondition, its pointers may not hold U+0000, a move onto itself
 changes nothing and a patch that leaves null is 422."""
@@ -69,6 +70,41 @@ def prefix_token_verifies_only_runs_under_its_prefix():
     eq(d.post(G + '/verifications', v, headers=bearer(team)).status, 201,
        'a Verification of a run under the prefix')
     check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def reviews_agree_that_a_source_token_may_not_write_thresholds():
+    data = kitest.tempdir('kitest-adv-')
+    liger = token(data, 'create', '--role', 'writer', '--source',
+                  'liger-kernel-bench')
+    writer = token(data, 'create', '--role', 'writer')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    th = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
+          'metadata': {'name': 't1'},
+          'spec': {'test': 'percentage', 'limit': 5}}
+    kitest.status_of(d.post(G + '/thresholds', th, headers=bearer(liger)),
+                     403, 'Forbidden')
+
+    def review(t, verb, name=None):
+        ra = {'group': 'kernelindex.dev', 'resource': 'thresholds',
+              'verb': verb}
+        if name:
+            ra['name'] = name
+        r = d.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+                   {'apiVersion': 'authorization.k8s.io/v1',
+                    'kind': 'SelfSubjectAccessReview',
+                    'spec': {'resourceAttributes': ra}}, headers=bearer(t))
+        eq(r.status, 201, 'review: %r' % r.body[:300])
+        return r.json()['status']
+
+    for verb in ('create', 'update', 'patch', 'delete'):
+        st = review(liger, verb, None if verb == 'create' else 'x')
+        eq(st.get('allowed'), False, '%s by the source token: %r' %
+           (verb, st))
+        check('threshold' in st.get('reason', '').lower(), 'why: %r' % st)
+    eq(review(writer, 'create').get('allowed'), True, 'a writer may')
+    eq(d.post(G + '/thresholds', th, headers=bearer(writer)).status, 201,
+       'and does')
 
 
 def raw(d, data):
