@@ -6,7 +6,10 @@ review says no to a source-limited token's Threshold, as the write does;
 a header name holding a space ("Transfer-Encoding : chunked") is refused, not
 read as another framing; a JSON patch's resourceVersion is a
 precondition, its pointers may not hold U+0000, a move onto itself
-changes nothing and a patch that leaves null is 422."""
+changes nothing and a patch that leaves null is 422; a watch from a
+resourceVersion the store has not reached is 504, not a stream that
+passes over the events up to it, and a list's resourceVersionMatch
+(NotOlderThan, Exact) is honoured, not ignored."""
 import json
 import os
 import socket
@@ -191,6 +194,53 @@ def json_patch_edge_cases():
     kitest.status_of(r, 422, 'Invalid')
     eq(d.get(path).json()['metadata']['resourceVersion'], rv,
        'nothing written')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def watch_from_a_future_resource_version_is_refused():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    rv = int(d.list_rv('benchmarkruns'))
+    # Started past the store's version, the watch would pass over every
+    # event up to it: a change made now would never reach the client.
+    r = d.get(G + '/benchmarkruns?watch=true&timeoutSeconds=2&'
+              'resourceVersion=%d' % (rv + 1000), timeout=10)
+    st = kitest.status_of(r, 504, 'Timeout')
+    check('too large resource version' in st['message'].lower(),
+          'says why: %r' % st)
+    # From the current version (or an older one kept) it starts.
+    r = d.get(G + '/benchmarkruns?watch=true&timeoutSeconds=1&'
+              'resourceVersion=%d' % rv, timeout=10)
+    eq(r.status, 200, 'from the current version: %r' % r.body[:200])
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def list_resource_version_match_is_honoured():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    rv = int(d.list_rv('benchmarkruns'))
+    lst = G + '/benchmarkruns?resourceVersion=%d'
+    # Not older than a version the store has not reached: 504, not a list
+    # older than the one asked for.
+    st = kitest.status_of(d.get(lst % (rv + 1000)), 504, 'Timeout')
+    check('too large' in st['message'].lower(), 'says why: %r' % st)
+    kitest.status_of(d.get(lst % (rv + 1000) +
+                           '&resourceVersionMatch=NotOlderThan'), 504,
+                     'Timeout')
+    # Exact asks for that version: an older one is no longer kept.
+    kitest.status_of(d.get(lst % 1 + '&resourceVersionMatch=Exact'), 410,
+                     'Expired')
+    r = d.get(lst % rv + '&resourceVersionMatch=Exact')
+    eq(r.status, 200, 'Exact at the current version: %r' % r.body[:200])
+    eq(r.json()['metadata']['resourceVersion'], str(rv), 'at that version')
+    for q in ('resourceVersionMatch=Exact', 'resourceVersionMatch=Newest',
+              'resourceVersion=0&resourceVersionMatch=Exact'):
+        kitest.status_of(d.get(G + '/benchmarkruns?' + q), 400, 'BadRequest')
+    eq(d.get(lst % 1).status, 200, 'an older version is satisfied')
+    eq(d.get(lst % 0 + '&resourceVersionMatch=NotOlderThan').status, 200,
+       'any version')
     check(d.sanitizer_report() is None, d.sanitizer_report())
 
 
