@@ -9,7 +9,9 @@ precondition, its pointers may not hold U+0000, a move onto itself
 changes nothing and a patch that leaves null is 422; a watch from a
 resourceVersion the store has not reached is 504, not a stream that
 passes over the events up to it, and a list's resourceVersionMatch
-(NotOlderThan, Exact) is honoured, not ignored."""
+(NotOlderThan, Exact) is honoured, not ignored; a token's or a backup's
+body with an unknown member, a member that is not a string, or an empty
+source or prefix (an unlimited token) is refused."""
 import json
 import os
 import socket
@@ -108,6 +110,35 @@ def reviews_agree_that_a_source_token_may_not_write_thresholds():
     eq(review(writer, 'create').get('allowed'), True, 'a writer may')
     eq(d.post(G + '/thresholds', th, headers=bearer(writer)).status, 201,
        'and does')
+
+
+@test
+def admin_bodies_are_read_whole():
+    d = kitest.Daemon(sync=False).start()
+    # Loopback without tokens acts as admin until the first token exists:
+    # every refused body below must create none.
+    for body, member in (({'role': 'writer', 'source': ''}, 'source'),
+                         ({'role': 'writer', 'source': None}, 'source'),
+                         ({'role': 'writer', 'prefix': ''}, 'prefix'),
+                         ({'role': 'writer', 'source': {'a': 1}}, 'source'),
+                         ({'role': 'writer', 'source': 5}, 'source'),
+                         ({'role': 'reader', 'expires': '2020-01-01'},
+                          'expires'),
+                         (['role', 'admin'], 'object')):
+        r = d.post('/admin/tokens', body)
+        check(r.status in (400, 422), '%r: %r' % (body, r.body[:300]))
+        st = kitest.status_of(r, r.status)
+        check(member in st['message'], 'names %s: %r' % (member, st))
+    eq(d.get('/admin/tokens').json().get('items', []), [], 'no token made')
+    out = os.path.join(kitest.tempdir('kitest-adv-bk-'), 'b.mdb')
+    r = d.post('/admin/backup', {'path': out, 'compact': False})
+    kitest.status_of(r, 422, 'Invalid')
+    check(not os.path.exists(out), 'no backup written')
+    eq(d.post('/admin/backup', {'path': out}).status, 201, 'a backup')
+    r = d.post('/admin/tokens', {'role': 'writer', 'source': 'x',
+                                 'prefix': 'p-', 'description': 'd'})
+    eq(r.status, 201, 'a sound token: %r' % r.body[:200])
+    check(d.sanitizer_report() is None, d.sanitizer_report())
 
 
 def raw(d, data):
