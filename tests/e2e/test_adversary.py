@@ -3,8 +3,9 @@
 framing and JSON Patch, each checked against the behaviour it names:
 a prefix-limited token verifies only runs under its prefix; an access
 review says no to a source-limited token's Threshold, as the write does;
-a header name holding a space ("Transfer-Encoding : chunked") is refused, not
-read as another framing; a JSON patch's resourceVersion is a
+a header name holding a space ("Transfer-Encoding : chunked"), or a
+framing header continued by obs-fold, is refused, not read as another
+framing; a JSON patch's resourceVersion is a
 precondition, its pointers may not hold U+0000, a move onto itself
 changes nothing and a patch that leaves null is 422; a watch from a
 resourceVersion the store has not reached is 504, not a stream that
@@ -167,6 +168,15 @@ def header_names_with_spaces_are_refused():
               b'Connection: close\r\n\r\n0\r\n\r\n')
     check(out.startswith(b'HTTP/1.1 400 '), 'TE with a space: %r' % out[:300])
     check(b'name' in out, 'the answer says why: %r' % out[-300:])
+    # An obs-fold line after an empty framing header's value: a proxy that
+    # unfolds reads Content-Length: 2 ({} the body) or chunked; read here
+    # as no framing header at all, the body would be the next request.
+    for fold in (b'Content-Length:\r\n 2\r\n',
+                 b'Transfer-Encoding:\r\n chunked\r\nContent-Length: 3\r\n'):
+        out = raw(d, b'POST ' + p + b' HTTP/1.1\r\nHost: x\r\n' + fold +
+                  b'Connection: close\r\n\r\n0\r\n\r\n')
+        check(out.startswith(b'HTTP/1.1 400 ') and b'obs-fold' in out,
+              'folded %r: %r' % (fold, out[-300:]))
     out = raw(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n'
               b'Connection: close\r\n\r\n')
     check(out.startswith(b'HTTP/1.1 400 '), 'bare CR: %r' % out[:300])
