@@ -94,12 +94,14 @@ may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
 
 	api_status_init(&st);
 	ok = api_may_write(p, &st);
-	if (ok && k->id == API_THRESHOLD && p->source[0] != '\0') {
+	if (ok && k->id == API_THRESHOLD && (p->source[0] != '\0' ||
+	    p->prefix[0] != '\0')) {
 		/* As the write answers (api/upload.c): a Threshold labels
-		 * every source's arriving runs. */
+		 * every arriving run. */
 		api_status_fail(&st, 403, "Forbidden", "this token is limited to "
-		    "the runs of \"%s\", and a Threshold judges every source's "
-		    "runs", p->source);
+		    "%s \"%s\", and a Threshold judges every run", p->source[0] ?
+		    "the runs of" : "names starting with", p->source[0] ?
+		    p->source : p->prefix);
 		ok = 0;
 	}
 	if (ok && name != NULL && *name != '\0')

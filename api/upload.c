@@ -1316,11 +1316,14 @@ admit_element(element *e, const api_write_opts *opt, api_resp *r)
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
 		} else if (d->kind->id == API_THRESHOLD &&
-		    opt->who->source[0] != '\0') {
-			/* A Threshold labels every source's arriving runs. */
+		    (opt->who->source[0] != '\0' || opt->who->prefix[0] != '\0')) {
+			/* A Threshold labels every source's arriving runs, whatever
+			 * their names. */
 			api_status_fail(&e->st, 403, "Forbidden", "this token is "
-			    "limited to the runs of \"%s\", and a Threshold judges "
-			    "every source's runs", opt->who->source);
+			    "limited to %s \"%s\", and a Threshold judges every "
+			    "run", opt->who->source[0] ? "the runs of" :
+			    "names starting with", opt->who->source[0] ?
+			    opt->who->source : opt->who->prefix);
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
 		} else if (d->kind->id == API_VERIFICATION &&

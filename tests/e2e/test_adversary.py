@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """test_adversary — findings of an adversarial pass over scopes, HTTP
 framing and JSON Patch, each checked against the behaviour it names:
-a prefix-limited token verifies only runs under its prefix; an access
-review says no to a source-limited token's Threshold, as the write does;
+a prefix-limited token verifies only runs under its prefix; a
+prefix-limited token may not create a Threshold (it judges every run),
+and an access review says no to a source- or prefix-limited token's
+Threshold, as the write does;
 a header name holding a space ("Transfer-Encoding : chunked"), or a
 framing header continued by obs-fold, is refused, not read as another
 framing; a JSON patch's resourceVersion is a
@@ -79,10 +81,11 @@ def prefix_token_verifies_only_runs_under_its_prefix():
 
 
 @test
-def reviews_agree_that_a_source_token_may_not_write_thresholds():
+def limited_tokens_may_not_write_thresholds():
     data = kitest.tempdir('kitest-adv-')
     liger = token(data, 'create', '--role', 'writer', '--source',
                   'liger-kernel-bench')
+    team = token(data, 'create', '--role', 'writer', '--prefix', 'team-')
     writer = token(data, 'create', '--role', 'writer')
     d = kitest.Daemon(data_dir=data, sync=False).start()
     th = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
@@ -90,6 +93,12 @@ def reviews_agree_that_a_source_token_may_not_write_thresholds():
           'spec': {'test': 'percentage', 'limit': 5}}
     kitest.status_of(d.post(G + '/thresholds', th, headers=bearer(liger)),
                      403, 'Forbidden')
+    # A prefix-limited token's Threshold, named under its prefix, would
+    # still label runs of every name.
+    th_team = kitest.deepcopy(th)
+    th_team['metadata']['name'] = 'team-t'
+    kitest.status_of(d.post(G + '/thresholds', th_team,
+                            headers=bearer(team)), 403, 'Forbidden')
 
     def review(t, verb, name=None):
         ra = {'group': 'kernelindex.dev', 'resource': 'thresholds',
@@ -103,11 +112,13 @@ def reviews_agree_that_a_source_token_may_not_write_thresholds():
         eq(r.status, 201, 'review: %r' % r.body[:300])
         return r.json()['status']
 
-    for verb in ('create', 'update', 'patch', 'delete'):
-        st = review(liger, verb, None if verb == 'create' else 'x')
-        eq(st.get('allowed'), False, '%s by the source token: %r' %
-           (verb, st))
-        check('threshold' in st.get('reason', '').lower(), 'why: %r' % st)
+    for t in (liger, team):
+        for verb in ('create', 'update', 'patch', 'delete'):
+            st = review(t, verb, None if verb == 'create' else 'team-x')
+            eq(st.get('allowed'), False, '%s by a limited token: %r' %
+               (verb, st))
+            check('threshold' in st.get('reason', '').lower(),
+                  'why: %r' % st)
     eq(review(writer, 'create').get('allowed'), True, 'a writer may')
     eq(d.post(G + '/thresholds', th, headers=bearer(writer)).status, 201,
        'and does')
