@@ -14,7 +14,8 @@ resourceVersion the store has not reached is 504, not a stream that
 passes over the events up to it, and a list's resourceVersionMatch
 (NotOlderThan, Exact) is honoured, not ignored; a token's or a backup's
 body with an unknown member, a member that is not a string, or an empty
-source or prefix (an unlimited token) is refused."""
+source or prefix (an unlimited token) is refused, as is an empty or
+missing --source or --prefix of kernelindexd token create."""
 import json
 import os
 import socket
@@ -151,6 +152,20 @@ def admin_bodies_are_read_whole():
                                  'prefix': 'p-', 'description': 'd'})
     eq(r.status, 201, 'a sound token: %r' % r.body[:200])
     check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def token_command_refuses_an_empty_or_missing_limit():
+    data = kitest.tempdir('kitest-adv-')
+    for args in (['--source', ''], ['--prefix', ''], ['--source']):
+        p = subprocess.run([kitest.daemon_path(), '--data-dir', data, 'token',
+                            'create', '--role', 'writer'] + args,
+                           capture_output=True, text=True, timeout=60)
+        eq(p.returncode, 2, '%r: %s' % (args, p.stderr))
+        eq(p.stdout, '', 'no secret printed for %r' % args)
+        check(args[0] in p.stderr, 'names %s: %r' % (args[0], p.stderr))
+    listed = json.loads(token(data, 'list'))
+    eq(listed.get('items'), [], 'no token made')
 
 
 def raw(d, data):
