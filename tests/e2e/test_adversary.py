@@ -8,7 +8,9 @@ Threshold, as the write does;
 a header name holding a space ("Transfer-Encoding : chunked"), or a
 framing header continued by obs-fold, is refused, not read as another
 framing; a JSON patch's resourceVersion is a
-precondition, its pointers may not hold U+0000, a move onto itself
+precondition, its pointers may not hold U+0000, its copies are bounded
+(in values and depth: each copy of the document into itself doubled it),
+a move onto itself
 changes nothing and a patch that leaves null is 422; a watch from a
 resourceVersion the store has not reached is 504, not a stream that
 passes over the events up to it, and a list's resourceVersionMatch
@@ -21,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kitest  # noqa: E402
@@ -261,6 +264,37 @@ def json_patch_edge_cases():
     kitest.status_of(r, 422, 'Invalid')
     eq(d.get(path).json()['metadata']['resourceVersion'], rv,
        'nothing written')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def json_patch_copies_are_bounded():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    path = G + '/benchmarkruns/' + s['run']['metadata']['name']
+    rv = d.get(path).json()['metadata']['resourceVersion']
+    # Each copy of the spec into itself doubles it: 40 of them would need
+    # 2^40 copies of the spec, exhausting memory inside the write.
+    ops = [{'op': 'copy', 'from': '/spec', 'path': '/spec/x%d' % i}
+           for i in range(40)]
+    t = time.time()
+    r = jpatch(d, path, ops)
+    st = kitest.status_of(r, 422, 'Invalid')
+    check('copies more than' in st['message'], 'says why: %r' % st)
+    check(time.time() - t < 30, 'refused in %.1f s' % (time.time() - t))
+    # Copies nested into their own children: bounded in depth.
+    ops = [{'op': 'copy', 'from': '/metadata/labels',
+            'path': '/metadata/labels' + '/z' * (i + 1)} for i in range(80)]
+    st = kitest.status_of(jpatch(d, path, ops), 422, 'Invalid')
+    check('deeper than' in st['message'], 'says why: %r' % st)
+    eq(d.get(path).json()['metadata']['resourceVersion'], rv,
+       'nothing written')
+    # A few copies stay allowed.
+    r = jpatch(d, path, [{'op': 'copy', 'from': '/metadata/labels/gpu',
+                          'path': '/metadata/labels/gpu2'}])
+    eq(r.status, 200, 'one copy: %r' % r.body[:300])
+    eq(r.json()['metadata']['labels'].get('gpu2'),
+       r.json()['metadata']['labels'].get('gpu'), 'copied')
     check(d.sanitizer_report() is None, d.sanitizer_report())
 
 
