@@ -227,6 +227,43 @@ api_backup_file(store *st, const char *path, long long *bytes,
 	return KI_OK;
 }
 
+/* A request body of the admin API: an object whose members are among
+ * keys (NULL-terminated), each a string, those in nonempty not "".
+ * Returns 1, or 0 with r filled (422 naming the member): a member that is
+ * not read would be ignored silently (an "expires" believed honoured), and
+ * a "source" of "" or null would make an unlimited token. */
+static int
+members_ok(struct json_object *o, const char *const *keys,
+	const char *const *nonempty, api_resp *r)
+{
+	if (!json_object_is_type(o, json_type_object)) {
+		fail(r, 400, "BadRequest", "the body must be a JSON object");
+		return 0;
+	}
+	json_object_object_foreach(o, key, v) {
+		const char *const *k = keys;
+
+		while (*k != NULL && strcmp(*k, key) != 0)
+			k++;
+		if (*k == NULL) {
+			fail(r, 422, "Invalid", "%.64s: unknown field", key);
+			return 0;
+		}
+		if (!json_object_is_type(v, json_type_string)) {
+			fail(r, 422, "Invalid", "%s: must be a string", key);
+			return 0;
+		}
+		for (k = nonempty; *k != NULL; k++) {
+			if (strcmp(*k, key) == 0 && json_object_get_string_len(v) == 0) {
+				fail(r, 422, "Invalid", "%s: must not be empty (leave "
+				    "it out for none)", key);
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
 void
 api_admin_backup(api_ctx *ctx, const char *body, size_t len, api_resp *r)
 {
@@ -243,6 +280,14 @@ api_admin_backup(api_ctx *ctx, const char *body, size_t len, api_resp *r)
 		return;
 	}
 	api_status_free(&st);
+	{
+		static const char *const keys[] = { "path", NULL };
+
+		if (!members_ok(o, keys, keys, r)) {
+			json_object_put(o);
+			return;
+		}
+	}
 	path = json_object_get_string(json_object_object_get(o, "path"));
 	if (path == NULL || path[0] != '/') {
 		json_object_put(o);
@@ -298,6 +343,17 @@ api_admin_token_create(api_ctx *ctx, const char *body, size_t len,
 		return;
 	}
 	api_status_free(&st);
+	{
+		static const char *const keys[] = { "role", "source", "prefix",
+			"description", NULL };
+		static const char *const nonempty[] = { "source", "prefix",
+			NULL };
+
+		if (!members_ok(o, keys, nonempty, r)) {
+			json_object_put(o);
+			return;
+		}
+	}
 	role = api_role_parse(json_object_get_string(
 	    json_object_object_get(o, "role")));
 	if (role == API_ROLE_NONE) {

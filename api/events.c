@@ -272,6 +272,27 @@ api_watch_read(store *st, int kind, int *initial, uint64_t *last_rv,
 }
 
 int
+api_watch_check_rv(store *st, uint64_t rv, api_resp *r)
+{
+	store_txn *t;
+	uint64_t cur;
+	int rc;
+
+	if ((rc = store_begin(st, 0, &t)) != KI_OK) {
+		api_fail_rc(r, rc, "reading the store");
+		return rc;
+	}
+	cur = store_rv(t);
+	store_abort(t);
+	if (rv <= cur)
+		return KI_OK;
+	api_resp_fail(r, 504, "Timeout", "resourceVersion", "Too large resource "
+	    "version: %llu, current: %llu", (unsigned long long)rv,
+	    (unsigned long long)cur);
+	return KI_EINVAL;
+}
+
+int
 api_events_read(api_events *f, uint64_t from, uint64_t *upto)
 {
 	return events_since(f->ring->api->st, from, copy_event, f, upto);

@@ -128,4 +128,10 @@ int api_watch_read(store *st, int kind, int *initial, uint64_t *last_rv,
 	store_each_fn each, store_event_fn fn, void *arg, uint64_t *oldest,
 	int *began);
 
+/* Can a watch start from resourceVersion rv? Not when rv is newer than
+ * the store's: the events up to it would be passed over unseen. Returns
+ * KI_OK, or KI_EINVAL with r filled (504 Timeout, ResourceVersionTooLarge,
+ * as kube-apiserver answers), or the store's failure with r filled. */
+int api_watch_check_rv(store *st, uint64_t rv, api_resp *r);
+
 #endif

@@ -307,11 +307,73 @@ member_str(struct json_object *op, const char *key)
 	return json_object_get_string(v);
 }
 
+/* Adds the JSON values of v to *n, stopping once *n passes cap, and
+ * raises *deep to the deepest level reached (v at level depth). */
+static void
+count_values(struct json_object *v, size_t cap, int depth, size_t *n,
+	int *deep)
+{
+	if (++*n > cap)
+		return;
+	if (depth > *deep)
+		*deep = depth;
+	if (json_object_is_type(v, json_type_object)) {
+		json_object_object_foreach(v, key, m) {
+			(void)key;
+			count_values(m, cap, depth + 1, n, deep);
+			if (*n > cap)
+				return;
+		}
+	} else if (json_object_is_type(v, json_type_array)) {
+		size_t len = json_object_array_length(v);
+
+		for (size_t i = 0; i < len && *n <= cap; i++)
+			count_values(json_object_array_get_idx(v, i), cap, depth + 1,
+			    n, deep);
+	}
+}
+
+/* Does copying v to path keep the patch within its limits? *copied counts
+ * the values copied so far. Returns 0, or -1 with e filled (422). */
+static int
+copy_fits(struct json_object *v, const char *path, size_t *copied,
+	jp_err *e)
+{
+	int levels = 0, deep = 0;
+
+	for (const char *p = path; *p != '\0'; p++)
+		levels += *p == '/';
+	count_values(v, API_JSONPATCH_MAX_COPIED, levels, copied, &deep);
+	if (*copied > API_JSONPATCH_MAX_COPIED) {
+		e->code = 422;
+		e->what = "the patch copies more than 100000 JSON values";
+		return -1;
+	}
+	if (deep > API_JSONPATCH_MAX_DEPTH) {
+		e->code = 422;
+		e->what = "the copy would nest values deeper than 64 levels";
+		return -1;
+	}
+	return 0;
+}
+
+/* Does the string member key of op hold a NUL byte? */
+static int
+holds_nul(struct json_object *op, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(op, key, &v) &&
+	    json_object_is_type(v, json_type_string) &&
+	    strlen(json_object_get_string(v)) !=
+	    (size_t)json_object_get_string_len(v);
+}
+
 /* Applies one operation to *root. tok is scratch as large as any pointer
  * of the patch. */
 static int
 apply_op(struct json_object **root, struct json_object *op, char *tok,
-	jp_err *e)
+	size_t *copied, jp_err *e)
 {
 	const char *name = member_str(op, "op");
 	const char *path = member_str(op, "path");
@@ -327,6 +389,11 @@ apply_op(struct json_object **root, struct json_object *op, char *tok,
 	}
 	if (path == NULL) {
 		e->what = "\"path\" is missing or not a string";
+		return -1;
+	}
+	if (holds_nul(op, "path") || holds_nul(op, "from")) {
+		/* Read as a C string, "/a\u0000b" would name "/a". */
+		e->what = "a pointer may not hold U+0000";
 		return -1;
 	}
 	if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 ||
@@ -372,6 +439,12 @@ apply_op(struct json_object **root, struct json_object *op, char *tok,
 		v = lookup(*root, from, tok, &found, e);
 		if (!found)
 			return -1;
+		/* Moved onto itself, a value stays where it is (an add at an
+		 * array index would insert a second copy). */
+		if (strcmp(name, "move") == 0 && strcmp(from, path) == 0)
+			return 0;
+		if (strcmp(name, "copy") == 0 && copy_fits(v, path, copied, e) != 0)
+			return -1;
 		if (v != NULL && json_object_deep_copy(v, &cp, NULL) != 0) {
 			e->code = 503;
 			return -1;
@@ -393,7 +466,7 @@ api_jsonpatch_apply(struct json_object *doc, struct json_object *patch,
 {
 	struct json_object *root = NULL;
 	char *tok = NULL;
-	size_t n, longest = 0;
+	size_t n, longest = 0, copied = 0;
 	int rc = KI_EINVAL;
 
 	*out = NULL;
@@ -434,7 +507,7 @@ api_jsonpatch_apply(struct json_object *doc, struct json_object *patch,
 		struct json_object *op = json_object_array_get_idx(patch, i);
 		jp_err e = { 0, NULL };
 
-		if (apply_op(&root, op, tok, &e) == 0)
+		if (apply_op(&root, op, tok, &copied, &e) == 0)
 			continue;
 		if (e.code == 503) {
 			rc = KI_ENOMEM;

@@ -197,6 +197,20 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 		api_fail_rc(r, rc, "opening a read transaction");
 		goto out;
 	}
+	if (opt->min_rv > store_rv(txn)) {
+		api_resp_fail(r, 504, "Timeout", "resourceVersion", "Too large "
+		    "resource version: %llu, current: %llu",
+		    (unsigned long long)opt->min_rv,
+		    (unsigned long long)store_rv(txn));
+		goto out;
+	}
+	if (opt->exact && opt->min_rv != store_rv(txn)) {
+		api_resp_fail(r, 410, "Expired", "resourceVersion", "too old "
+		    "resource version: %llu (current %llu): a list is served at "
+		    "the newest version only", (unsigned long long)opt->min_rv,
+		    (unsigned long long)store_rv(txn));
+		goto out;
+	}
 	if (a.table)
 		api_table_open(&r->body, k);
 	else

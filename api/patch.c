@@ -114,7 +114,7 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	api_doc d;
 	api_status st;
 	api_unknown unk;
-	char rvs[24];
+	char rvs[24], pre_json[24] = "";
 	const char *wname;
 	struct json_object *want = NULL, *live = NULL;
 	int rc, missing = 0;
@@ -172,8 +172,26 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		} else {
 			want = merge_patch(live, body);
 		}
+		if (want == NULL && type == API_PATCH_JSON) {
+			/* A JSON patch that replaced the document with null. */
+			api_resp_fail(r, 422, "Invalid", "patch", "the patched "
+			    "%s must be a JSON object, not null", k->kind);
+			goto out;
+		}
 		if (want == NULL) {
 			api_fail_rc(r, KI_ENOMEM, "patching");
+			goto out;
+		}
+		/* The resourceVersion a JSON patch leaves in the object is a
+		 * precondition, as a merge patch's is. */
+		if (type == API_PATCH_JSON && body_precondition(want, pre_json,
+		    r) != 0)
+			goto out;
+		if (pre_json[0] != '\0' && strcmp(pre_json, rvs) != 0) {
+			api_resp_fail(r, 409, "Conflict", NULL, "Operation cannot be "
+			    "fulfilled on %s \"%s\": the object has been modified; "
+			    "please apply your changes to the latest version and try "
+			    "again", k->plural, name);
 			goto out;
 		}
 	} else {

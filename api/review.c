@@ -94,6 +94,16 @@ may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
 
 	api_status_init(&st);
 	ok = api_may_write(p, &st);
+	if (ok && k->id == API_THRESHOLD && (p->source[0] != '\0' ||
+	    p->prefix[0] != '\0')) {
+		/* As the write answers (api/upload.c): a Threshold labels
+		 * every arriving run. */
+		api_status_fail(&st, 403, "Forbidden", "this token is limited to "
+		    "%s \"%s\", and a Threshold judges every run", p->source[0] ?
+		    "the runs of" : "names starting with", p->source[0] ?
+		    p->source : p->prefix);
+		ok = 0;
+	}
 	if (ok && name != NULL && *name != '\0')
 		ok = may_change(ctx, p, k, name, &st);
 	if (!ok) {

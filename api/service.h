@@ -140,6 +140,11 @@ typedef struct api_list_opts {
 	const char *continue_token;
 	int table;                  /* answer a meta.k8s.io/v1 Table */
 	int include;                /* Table rows: enum api_include */
+	/* resourceVersion: the list is at least this new (504 when the store
+	 * has not reached it), or exactly it when exact (410 when older: only
+	 * the newest version is kept). */
+	uint64_t min_rv;
+	int exact;
 } api_list_opts;
 
 /* A field requirement on a run's reference, its digest parsed. */

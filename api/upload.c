@@ -1286,6 +1286,17 @@ upload_root(api_ctx *ctx, const api_kind *coll, struct json_object *root,
 	return KI_OK;
 }
 
+/* Does the Verification d name a run (spec.runName) starting with
+ * prefix? */
+static int
+verifies_prefixed(const api_doc *d, const char *prefix)
+{
+	const char *run = json_object_get_string(json_object_object_get(
+	    json_object_object_get(d->obj, "spec"), "runName"));
+
+	return run != NULL && strncmp(run, prefix, strlen(prefix)) == 0;
+}
+
 /* Unknown fields (warned about on r, or failing e under Strict), and what
  * the token may write: names under its prefix, runs of its source. */
 void
@@ -1305,11 +1316,24 @@ admit_element(element *e, const api_write_opts *opt, api_resp *r)
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
 		} else if (d->kind->id == API_THRESHOLD &&
-		    opt->who->source[0] != '\0') {
-			/* A Threshold labels every source's arriving runs. */
+		    (opt->who->source[0] != '\0' || opt->who->prefix[0] != '\0')) {
+			/* A Threshold labels every source's arriving runs, whatever
+			 * their names. */
 			api_status_fail(&e->st, 403, "Forbidden", "this token is "
-			    "limited to the runs of \"%s\", and a Threshold judges "
-			    "every source's runs", opt->who->source);
+			    "limited to %s \"%s\", and a Threshold judges every "
+			    "run", opt->who->source[0] ? "the runs of" :
+			    "names starting with", opt->who->source[0] ?
+			    opt->who->source : opt->who->prefix);
+			api_status_details(&e->st, d->kind->kind, d->name);
+			e->failed = 1;
+		} else if (d->kind->id == API_VERIFICATION &&
+		    opt->who->prefix[0] != '\0' && !verifies_prefixed(d,
+		    opt->who->prefix)) {
+			/* Its outcome is written onto the run it names. */
+			api_status_fail(&e->st, 403, "Forbidden", "this token may "
+			    "write only names starting with \"%s\", and a "
+			    "Verification writes its outcome onto the run named by "
+			    "spec.runName, which does not", opt->who->prefix);
 			api_status_details(&e->st, d->kind->kind, d->name);
 			e->failed = 1;
 		} else if (d->kind->id == API_VERIFICATION &&

@@ -570,6 +570,8 @@ typedef struct framing {
 	int cl;                    /* Content-Length values */
 	int cl_bad;                /* one is not a number, or they differ */
 	char cl_first[24];
+	int name_bad;              /* a name holds a character not a tchar */
+	int value_bad;             /* a value holds a bare CR */
 } framing;
 
 /* Adds one Content-Length value (v[0..n), trimmed) to f. */
@@ -602,13 +604,28 @@ framing_cl(framing *f, const char *v, size_t n)
 
 static enum MHD_Result
 framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
-	const char *value)
+	size_t key_size, const char *value, size_t value_size)
 {
 	framing *f = cls;
+	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 	(void)kind;
+	(void)value_size;
 	if (value == NULL)
 		value = "";
+	/* "Transfer-Encoding : chunked" is no Transfer-Encoding here, and
+	 * one to a proxy that trims the name (RFC 9112 5.1: 400). */
+	if (*key == '\0' || strspn(key, tchar) != key_size)
+		f->name_bad = 1;
+	if (strchr(value, '\r') != NULL)
+		f->value_bad = 1;
+	/* libmicrohttpd joins an obs-fold line after an empty value to the
+	 * name ("Content-Length:\r\n 2" arrives as "Content-Length2"), which
+	 * a proxy that unfolds reads as the framing header it is. */
+	if ((key_size > 14 && strncasecmp(key, "Content-Length", 14) == 0) ||
+	    (key_size > 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0))
+		f->name_bad = 1;
 	if (strcasecmp(key, "Transfer-Encoding") == 0) {
 		const char *v = value;
 		size_t n;
@@ -647,8 +664,13 @@ framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
 	framing f;
 
 	memset(&f, 0, sizeof(f));
-	MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
-	if (f.te > 0 && f.cl > 0)
+	MHD_get_connection_values_n(c, MHD_HEADER_KIND, framing_header, &f);
+	if (f.name_bad || f.value_bad)
+		api_resp_fail(r, 400, "BadRequest", NULL, "a header's name holds "
+		    "a space or a character no field name holds, or continues a "
+		    "framing header (obs-fold), or its value holds a bare CR: "
+		    "the request's framing would be ambiguous");
+	else if (f.te > 0 && f.cl > 0)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request has both "
 		    "Transfer-Encoding and Content-Length: its length is "
 		    "ambiguous");

@@ -205,6 +205,20 @@ token_command(const ki_config *cfg, int argc, char **argv)
 			return 2;
 		}
 	}
+	if (strcmp(argv[0], "create") == 0 && argc % 2 == 0) {
+		/* "--source" last, without its value, would make a token
+		 * limited to nothing. */
+		fprintf(stderr, "kernelindexd token create: %s needs a value\n",
+		    argv[argc - 1]);
+		return 2;
+	}
+	if ((source != NULL && *source == '\0') ||
+	    (prefix != NULL && *prefix == '\0')) {
+		fprintf(stderr, "kernelindexd token create: --%s must not be "
+		    "empty (leave it out for a token without that limit)\n",
+		    source != NULL && *source == '\0' ? "source" : "prefix");
+		return 2;
+	}
 	if ((rc = open_store(cfg, 1, 0, &st)) != KI_OK) {
 		fprintf(stderr, "kernelindexd: cannot open the store in %s: %s\n",
 		    store_where(cfg), ki_strerror(rc));

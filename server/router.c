@@ -348,6 +348,43 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	return 1;
 }
 
+/* resourceVersion (rv, digits or NULL) and resourceVersionMatch of a
+ * list, as kube-apiserver reads them: NotOlderThan (or no match) asks for
+ * a list at least as new as rv, Exact for that version. Returns 0, or -1
+ * with r filled (400). */
+static int
+list_rv_match(const http_req *req, const char *rv, api_list_opts *lo,
+	api_resp *r)
+{
+	const char *m = req->arg(req->cls, "resourceVersionMatch");
+	int has_rv = rv != NULL && *rv != '\0';
+
+	if (has_rv) {
+		errno = 0;
+		lo->min_rv = strtoull(rv, NULL, 10);
+		if (errno != 0) {
+			fail(r, 400, "BadRequest", "invalid resourceVersion "
+			    "\"%.32s\": a decimal number below 2^64 is expected", rv);
+			return -1;
+		}
+	}
+	if (m == NULL || *m == '\0')
+		return 0;
+	if (strcmp(m, "NotOlderThan") != 0 && strcmp(m, "Exact") != 0) {
+		fail(r, 400, "BadRequest", "invalid resourceVersionMatch "
+		    "\"%.32s\": NotOlderThan or Exact", m);
+		return -1;
+	}
+	if (!has_rv || (strcmp(m, "Exact") == 0 && lo->min_rv == 0)) {
+		fail(r, 400, "BadRequest", "resourceVersionMatch %s needs a "
+		    "resourceVersion%s", m, strcmp(m, "Exact") == 0 ?
+		    " other than 0" : "");
+		return -1;
+	}
+	lo->exact = strcmp(m, "Exact") == 0;
+	return 0;
+}
+
 static void
 collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	watch_params **watch)
@@ -391,8 +428,9 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		}
 		{
 			/* A list is served at the newest version, which satisfies
-			 * any version a client names; one that is no version is a
-			 * mistake to report, not to pass over. */
+			 * any older version a client names (not a newer one, nor an
+			 * Exact older one: api_list answers 504 and 410); one that
+			 * is no version is a mistake to report, not to pass over. */
 			const char *rv = req->arg(req->cls, "resourceVersion");
 
 			if (rv != NULL && *rv != '\0' &&
@@ -403,6 +441,8 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 				    "number is expected", rv);
 				return;
 			}
+			if (list_rv_match(req, rv, &lo, r) != 0)
+				return;
 		}
 		lo.continue_token = req->arg(req->cls, "continue");
 		lo.label_selector = req->arg(req->cls, "labelSelector");

@@ -1037,9 +1037,12 @@ watch_start(watch_hub *h, void *connection, watch_params *params)
 
 	api_resp_init(&r);
 	if (w == NULL ||
+	    (!params->initial && api_watch_check_rv(h->api->st, params->rv,
+	    &r) != KI_OK) ||
 	    api_query_parse(&w->q, params->kind, params->label_selector,
 	    params->field_selector, &r) != KI_OK) {
-		/* A bad selector answers as a list would: 400 with a Status. */
+		/* A bad selector answers as a list would: 400 with a Status;
+		 * a resourceVersion the store has not reached, 504. */
 		char *body;
 		size_t len;
 
