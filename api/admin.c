@@ -444,4 +444,6 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 			store_abort(t);
 		}
 	}
+	if (ctx->more_metrics != NULL)
+		ctx->more_metrics(ctx->more_metrics_arg, b);
 }

@@ -50,6 +50,24 @@ void api_store_unfollow(store *st);
  * its counts in *vs. */
 int api_fsck(store *st, int repair, FILE *out, store_verify_stats *vs);
 
+/* What api_migrate copied and found. */
+typedef struct api_migrate_stats {
+	uint64_t events, puts, deletes;  /* events replayed */
+	uint64_t tokens;                 /* tokens copied */
+	uint64_t objects, rv;            /* in the destination after it */
+} api_migrate_stats;
+
+/* Copies every object, event and token of src into dst, which must be
+ * empty (KI_EEXIST otherwise), by replaying src's events from 0 in
+ * batches of batch per commit (0: 64), so that ids, resourceVersions,
+ * digests and the watch history are the source's (KI_EGONE when src's
+ * older events were trimmed). Then reads both back and compares their
+ * objects, facet counts, events and tokens: the per-kind counts and a
+ * SHA-256 of each side go to out; KI_ESTORE when they differ. On failure
+ * err holds what went wrong. */
+int api_migrate(store *src, store *dst, size_t batch, FILE *out,
+	api_migrate_stats *stats, char *err, size_t errlen);
+
 /* The number of tokens in the store, in *n (0 when it cannot be read). */
 int api_token_count(store *st, uint64_t *n);
 

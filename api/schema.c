@@ -237,6 +237,10 @@ const api_field api_schema_implementation[] = {
 const api_field api_schema_verification[] = {
 	{ "runName", API_T_STRING, API_F_REQUIRED | API_F_DNSNAME, NULL, NULL,
 	  253, "The BenchmarkRun to re-measure." },
+	{ "gpu", API_T_STRING, API_F_NONEMPTY | API_F_NOCTL, NULL, NULL, 127,
+	  "The GPU model to measure on (e.g. H100, A100-SXM4-80GB), or \"run\" "
+	  "for the run's own; absent: any GPU of the host. It waits for a free "
+	  "one, and ends Unverifiable when the host has none." },
 	{ NULL, 0, 0, NULL, NULL, 0, NULL },
 };
 

@@ -53,6 +53,10 @@ typedef struct api_ctx {
 	 * the system's temporary directory). */
 	const char *spill_dir;
 	api_list_stats lists;
+	/* Appends more of /metrics (the verification controller's devices);
+	 * NULL: nothing. */
+	void (*more_metrics)(void *arg, ki_buf *b);
+	void *more_metrics_arg;
 } api_ctx;
 
 #define API_MAX_WARNINGS 16

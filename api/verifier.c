@@ -1,6 +1,10 @@
-/* api/verifier.c — runs kernelindex-ref for pending Verifications. The
- * child's crash or timeout fails that verification, never the daemon. */
-#define _GNU_SOURCE /* pipe2 */
+/* api/verifier.c — runs kernelindex-ref for pending Verifications: one
+ * measurement at a time on each of the host's GPUs (found by the program's
+ * --list-devices), each child pinned to its GPU, the waiting ones taken in
+ * turn by the run's source. A GPU whose measurement crashes, hangs or
+ * reports a runtime error leaves the pool; the child's failure fails that
+ * verification, never the daemon. */
+#define _GNU_SOURCE /* pipe2, strcasestr */
 #include "api/verifier.h"
 
 #include <errno.h>
@@ -12,29 +16,66 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
+#include "physics/gpu.h"
 #include "api/verify.h"
+#include "api/verifyq.h"
 #include "lib/log.h"
 #include "lib/thread.h"
 
 #define MAX_OUTPUT (1u << 20)
 #define MAX_STDERR 4096
+#define MAX_DEVICES 64
+#define FAIR_KEYS 64
+#define LIST_TIMEOUT 10      /* seconds for --list-devices */
 
 extern char **environ;
+
+
+/* One slot of the pool: a GPU (or, on a host without one, the host). */
+typedef struct vdev {
+	verifier *v;
+	int index;
+	int pseudo;                     /* no GPU: the program picks */
+	char uuid[96], name[96];
+	char id[64];                    /* GPU table id, "" when unknown */
+	int healthy;                    /* in the pool */
+	char why[256];                  /* why it left the pool */
+	char current[254];              /* the Verification it measures */
+	unsigned long long ok, failed;
+	pid_t child;
+	pthread_t thread;
+	int started;
+} vdev;
 
 struct verifier {
 	api_ctx *api;
 	char program[1024];
 	int timeout;
-	pthread_t thread;
-	pthread_mutex_t mu;
+	int simulated;                  /* KI_REF_SIMULATED_DEVICES, 0: none */
+	pthread_t thread;               /* discovery, then waits for stop */
+	pthread_mutex_t mu;             /* everything below */
 	pthread_cond_t cv;
-	int stop, wake;
-	pid_t child;
+	pthread_mutex_t pick;           /* one slot picks at a time */
+	int stop;
+	unsigned long long gen;         /* bumped by each notify */
+	pid_t lister;
+	vdev devs[MAX_DEVICES];
+	int ndev;
+	/* The fair queue: when each source was last served. */
+	struct {
+		char key[API_VWAIT_TEXT];
+		unsigned long long served;
+	} keys[FAIR_KEYS];
+	int nkeys;
+	unsigned long long tick;
 };
 
 static double
@@ -67,18 +108,72 @@ child_fd(int fd, int to)
 	return fcntl(fd, F_SETFD, 0);
 }
 
+/* The child's environment: the daemon's, with CUDA_VISIBLE_DEVICES set to
+ * dev's UUID (for a GPU), KI_REF_VERIFICATION to vname (when set) and
+ * KI_REF_SIMULATED_DEVICES to simulated (when > 0). Built before fork,
+ * since the child may not allocate. Caller frees with free_env(); NULL
+ * when out of memory. */
+static char **
+child_env(const vdev *dev, const char *vname, int simulated)
+{
+	size_t n = 0, k = 0;
+	char **e;
+
+	while (environ[n] != NULL)
+		n++;
+	if ((e = calloc(n + 4, sizeof(*e))) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if ((dev != NULL && !dev->pseudo && strncmp(environ[i],
+		    "CUDA_VISIBLE_DEVICES=", 21) == 0) ||
+		    strncmp(environ[i], "KI_REF_VERIFICATION=", 20) == 0 ||
+		    (simulated > 0 && strncmp(environ[i],
+		    "KI_REF_SIMULATED_DEVICES=", 25) == 0))
+			continue;
+		if ((e[k++] = strdup(environ[i])) == NULL)
+			goto fail;
+	}
+	if (dev != NULL && !dev->pseudo &&
+	    asprintf(&e[k++], "CUDA_VISIBLE_DEVICES=%s", dev->uuid) < 0)
+		goto fail;
+	if (vname != NULL && asprintf(&e[k++], "KI_REF_VERIFICATION=%s",
+	    vname) < 0)
+		goto fail;
+	if (simulated > 0 && asprintf(&e[k++], "KI_REF_SIMULATED_DEVICES=%d",
+	    simulated) < 0)
+		goto fail;
+	return e;
+fail:
+	e[k - 1] = NULL;
+	for (size_t i = 0; e[i] != NULL; i++)
+		free(e[i]);
+	free(e);
+	return NULL;
+}
+
+static void
+free_env(char **e)
+{
+	if (e == NULL)
+		return;
+	for (size_t i = 0; e[i] != NULL; i++)
+		free(e[i]);
+	free(e);
+}
+
 /* Starts program in a process group of its own, with in, out and err as its
  * standard streams, no signal blocked and SIGPIPE at its default. The child
  * is killed when the calling thread ends, and so when the daemon dies
  * however it dies (PR_SET_PDEATHSIG): a killed daemon leaves no reference
  * program measuring on the GPU beside the one its restart starts again.
  * posix_spawn has no way to ask for that, hence fork; between fork and
- * exec the child calls only async-signal-safe functions. Returns 0 with
+ * exec the child calls only async-signal-safe functions. argv[0] is the
+ * program; envp its whole environment. Returns 0 with
  * *pid set, or an errno (exec's, sent back through a close-on-exec pipe). */
 static int
-spawn(const char *program, int in, int out, int err, pid_t *pid)
+spawn(char *const argv[], char *const envp[], int in, int out, int err,
+	pid_t *pid)
 {
-	char *argv[] = { (char *)(uintptr_t)program, NULL };
 	pid_t parent = getpid();
 	sigset_t all, old;
 	int ep[2], e = 0;
@@ -106,7 +201,7 @@ spawn(const char *program, int in, int out, int err, pid_t *pid)
 		    sigprocmask(SIG_SETMASK, &none, NULL) != 0)
 			e = errno;
 		else
-			execve(program, argv, environ);
+			execve(argv[0], argv, envp);
 		if (e == 0)
 			e = errno;
 		n = write(ep[1], &e, sizeof(e));
@@ -132,16 +227,24 @@ spawn(const char *program, int in, int out, int err, pid_t *pid)
 	return e;
 }
 
-/* Runs the program with request on stdin; fills out (stdout) and err (a
- * description of a failure, empty on success). */
-static void
-run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
+/* Runs the program with arg (NULL: none) and request on stdin, pinned to
+ * dev (NULL: the daemon's environment as it is) for the Verification vname
+ * (NULL: none), for at most timeout seconds; fills out (stdout) and err (a
+ * description of a failure, empty on success). Returns 1 when the failure
+ * is the device's (a crash, a hang, a runtime error), else 0. */
+static int
+run_child(verifier *v, vdev *dev, const char *arg, const char *vname,
+	int timeout, const ki_buf *request, ki_buf *out, char *err,
 	size_t errlen)
 {
+	char *argv[] = { v->program, (char *)(uintptr_t)arg, NULL };
+	char **envp = NULL;
+	pid_t *slot = dev != NULL ? &dev->child : &v->lister;
+	int fault = 0;
 	int in[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	char ebuf[MAX_STDERR + 1];
 	size_t elen = 0, written = 0;
-	double deadline = mono() + v->timeout;
+	double deadline = mono() + timeout;
 	pid_t pid = -1;
 	int status = 0, rc, timed_out = 0, too_much = 0;
 
@@ -151,19 +254,25 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 		    strerror(errno));
 		goto out;
 	}
+	if ((envp = child_env(dev, vname, v->simulated)) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
 	if (cloexec_pipe(in) != 0 || cloexec_pipe(outp) != 0 ||
 	    cloexec_pipe(errp) != 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	if ((rc = spawn(v->program, in[0], outp[1], errp[1], &pid)) != 0) {
+	if ((rc = spawn(argv, envp, in[0], outp[1], errp[1], &pid)) != 0) {
 		snprintf(err, errlen, "cannot start %.400s: %s", v->program,
 		    strerror(rc));
 		pid = -1;
 		goto out;
 	}
 	pthread_mutex_lock(&v->mu);
-	v->child = pid;
+	*slot = pid;
+	if (v->stop)       /* verifier_stop came before the pid was known */
+		kill(-pid, SIGKILL);
 	pthread_mutex_unlock(&v->mu);
 	close(in[0]);
 	close(outp[1]);
@@ -241,7 +350,7 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 	ebuf[elen] = '\0';
 	if (timed_out)
 		snprintf(err, errlen, "the reference program ran past %d s and was "
-		    "killed", v->timeout);
+		    "killed", timeout);
 	else if (too_much)
 		snprintf(err, errlen, "the reference program wrote more than %u "
 		    "bytes and was killed", MAX_OUTPUT);
@@ -251,10 +360,16 @@ run_child(verifier *v, const ki_buf *request, ki_buf *out, char *err,
 	else if (WIFEXITED(status) && WEXITSTATUS(status) != 0 && out->len == 0)
 		snprintf(err, errlen, "the reference program exited %d%s%.300s",
 		    WEXITSTATUS(status), elen ? ": " : "", ebuf);
+	/* Exit 1 is a runtime error (a CUDA error, say), 4 no usable device;
+	 * 2, 3 and 5 are about the request. */
+	fault = timed_out || too_much || WIFSIGNALED(status) ||
+	    (WIFEXITED(status) && (WEXITSTATUS(status) == 1 ||
+	    WEXITSTATUS(status) == 4));
 out:
 	pthread_mutex_lock(&v->mu);
-	v->child = -1;
+	*slot = -1;
 	pthread_mutex_unlock(&v->mu);
+	free_env(envp);
 	for (int i = 0; i < 2; i++) {
 		if (in[i] >= 0)
 			close(in[i]);
@@ -263,44 +378,290 @@ out:
 		if (errp[i] >= 0)
 			close(errp[i]);
 	}
+	return fault;
 }
 
-static void *
-loop(void *arg)
+/* ---- discovery ---- */
+
+/* Fills v's pool from `program --list-devices`; a host where it finds no
+ * GPU (or the program cannot say) gets one slot, the host itself, where
+ * the program picks its device as it always did. */
+static void
+discover(verifier *v)
 {
-	verifier *v = arg;
+	struct json_object *o = NULL, *arr;
+	ki_buf none, out;
+	char err[512];
+	size_t n = 0;
+
+	ki_buf_init(&none);
+	ki_buf_init(&out);
+	run_child(v, NULL, "--list-devices", NULL, v->timeout < LIST_TIMEOUT ?
+	    v->timeout : LIST_TIMEOUT, &none, &out, err, sizeof(err));
+	if (err[0] == '\0' && out.len > 0)
+		o = json_tokener_parse(out.data);
+	arr = json_object_object_get(o, "devices");
+	if (json_object_is_type(arr, json_type_array))
+		n = json_object_array_length(arr);
+	pthread_mutex_lock(&v->mu);
+	for (size_t i = 0; i < n && v->ndev < MAX_DEVICES; i++) {
+		struct json_object *d = json_object_array_get_idx(arr, i);
+		const char *uuid = json_object_get_string(json_object_object_get(d,
+		    "uuid"));
+		const char *name = json_object_get_string(json_object_object_get(d,
+		    "name"));
+		const char *health = json_object_get_string(
+		    json_object_object_get(d, "health"));
+		vdev *dv = &v->devs[v->ndev];
+		const api_gpu *g;
+
+		if (uuid == NULL || *uuid == '\0')
+			continue;
+		memset(dv, 0, sizeof(*dv));
+		dv->v = v;
+		dv->child = -1;
+		dv->index = json_object_get_int(json_object_object_get(d,
+		    "index"));
+		snprintf(dv->uuid, sizeof(dv->uuid), "%s", uuid);
+		snprintf(dv->name, sizeof(dv->name), "%s", name ? name : "");
+		if ((g = api_gpu_match_name(dv->name)) != NULL)
+			snprintf(dv->id, sizeof(dv->id), "%s", g->id);
+		dv->healthy = health != NULL && strcmp(health, "ok") == 0;
+		if (!dv->healthy)
+			snprintf(dv->why, sizeof(dv->why), "NVML reports %s",
+			    health ? health : "no health");
+		v->ndev++;
+	}
+	if (v->ndev == 0) {
+		vdev *dv = &v->devs[0];
+
+		memset(dv, 0, sizeof(*dv));
+		dv->v = v;
+		dv->child = -1;
+		dv->pseudo = 1;
+		dv->healthy = 1;
+		snprintf(dv->name, sizeof(dv->name), "host");
+		v->ndev = 1;
+		log_info("verifications: no GPU listed by %s%s%s: one measurement "
+		    "at a time, on the device the program picks", v->program,
+		    err[0] ? ": " : "", err);
+	}
+	for (int i = 0; i < v->ndev; i++)
+		if (!v->devs[i].pseudo)
+			log_info("verifications: GPU %d %s (%s)%s%s", v->devs[i].index,
+			    v->devs[i].uuid, v->devs[i].name, v->devs[i].healthy ?
+			    "" : " left out: ", v->devs[i].why);
+	pthread_mutex_unlock(&v->mu);
+	if (o != NULL)
+		json_object_put(o);
+	ki_buf_free(&none);
+	ki_buf_free(&out);
+}
+
+/* ---- the fair queue ---- */
+
+/* Whether dev may measure w. */
+static int
+fits(const vdev *d, const api_vwait *w)
+{
+	if (w->want[0] == '\0')
+		return 1;
+	if (d->pseudo)
+		return 0;
+	if (strcmp(w->want, "run") == 0 || w->want_id[0] != '\0')
+		return w->want_id[0] != '\0' && strcmp(d->id, w->want_id) == 0;
+	return strcasestr(d->name, w->want) != NULL ||
+	    strcasecmp(d->uuid, w->want) == 0;
+}
+
+/* When the source key was last served (0: never). Called with v->mu. */
+static unsigned long long *
+served(verifier *v, const char *key)
+{
+	int i, low = 0;
+
+	for (i = 0; i < v->nkeys; i++)
+		if (strcmp(v->keys[i].key, key) == 0)
+			return &v->keys[i].served;
+	if (v->nkeys < FAIR_KEYS) {
+		i = v->nkeys++;
+	} else {
+		/* Forget the source served longest ago. */
+		for (i = 1; i < FAIR_KEYS; i++)
+			if (v->keys[i].served < v->keys[low].served)
+				low = i;
+		i = low;
+	}
+	snprintf(v->keys[i].key, sizeof(v->keys[i].key), "%s", key);
+	v->keys[i].served = 0;
+	return &v->keys[i].served;
+}
+
+/* Why no device of the pool can ever measure w, in msg; 0 when one can.
+ * Called with v->mu. */
+static const char *
+hopeless(verifier *v, const api_vwait *w, char *msg, size_t n)
+{
+	size_t len = 0;
+	int any = 0;
+
+	for (int i = 0; i < v->ndev; i++)
+		if (v->devs[i].healthy && fits(&v->devs[i], w))
+			return NULL;
+	if (strcmp(w->want, "run") == 0 && w->want_id[0] == '\0') {
+		snprintf(msg, n, "spec.gpu is \"run\" and the run's GPU is not "
+		    "known");
+		return "RunGPUUnknown";
+	}
+	len = (size_t)snprintf(msg, n, "no GPU of this host%s%s%s is in the pool; "
+	    "it has:", w->want[0] ? " matching \"" : "", w->want,
+	    w->want[0] ? "\"" : "");
+	for (int i = 0; i < v->ndev && len < n; i++) {
+		const vdev *d = &v->devs[i];
+
+		any = 1;
+		len += (size_t)snprintf(msg + len, n - len, "%s %s%s%s%s",
+		    i ? "," : "", d->pseudo ? "no GPU" : d->name, d->healthy ? "" :
+		    " (out of the pool: ", d->healthy ? "" : d->why,
+		    d->healthy ? "" : ")");
+	}
+	if (!any && len < n)
+		snprintf(msg + len, n - len, " none");
+	return w->want[0] ? "NoMatchingGPU" : "NoHealthyGPU";
+}
+
+/* Claims the next Verification for d: among those waiting that d fits and
+ * no slot measures, the one whose source was served longest ago, oldest
+ * first; ends those that no device of the pool can measure. Returns 1 with
+ * name and request filled, 0 when none, or a negative KI_* code. */
+static int
+next_for(vdev *d, char *name, size_t namelen, ki_buf *request)
+{
+	verifier *v = d->v;
+	api_vwait *w = NULL;
+	size_t n = 0;
+	int rc;
+
+	pthread_mutex_lock(&v->pick);
+	for (;;) {
+		long best = -1;
+		unsigned long long best_served = 0;
+
+		free(w);
+		w = NULL;
+		if ((rc = api_verify_waiting(v->api, &w, &n)) != KI_OK)
+			break;
+		pthread_mutex_lock(&v->mu);
+		for (size_t i = 0; i < n; i++) {
+			const char *reason;
+			char msg[512];
+			int busy = 0;
+
+			for (int k = 0; k < v->ndev; k++)
+				busy |= strcmp(v->devs[k].current, w[i].name) == 0;
+			if (busy)
+				continue;
+			if ((reason = hopeless(v, &w[i], msg, sizeof(msg))) != NULL) {
+				pthread_mutex_unlock(&v->mu);
+				log_warn("verification %s: %s", w[i].name, msg);
+				rc = api_verify_give_up(v->api, w[i].name, reason, msg);
+				if (rc != KI_OK && rc != KI_ENOTFOUND)
+					log_error("verification %s: %s", w[i].name,
+					    ki_strerror(rc));
+				pthread_mutex_lock(&v->mu);
+				continue;
+			}
+			if (!d->healthy || !fits(d, &w[i]))
+				continue;
+			if (best < 0 || *served(v, w[i].source) < best_served) {
+				best = (long)i;
+				best_served = *served(v, w[i].source);
+			}
+		}
+		if (best < 0) {
+			pthread_mutex_unlock(&v->mu);
+			rc = 0;
+			break;
+		}
+		snprintf(d->current, sizeof(d->current), "%s", w[best].name);
+		*served(v, w[best].source) = ++v->tick;
+		pthread_mutex_unlock(&v->mu);
+		rc = api_verify_claim_named(v->api, w[best].name, request);
+		if (rc == 1) {
+			snprintf(name, namelen, "%s", w[best].name);
+			break;
+		}
+		pthread_mutex_lock(&v->mu);
+		d->current[0] = '\0';
+		pthread_mutex_unlock(&v->mu);
+		if (rc < 0)
+			break;
+	}
+	pthread_mutex_unlock(&v->pick);
+	free(w);
+	return rc;
+}
+
+/* Takes d out of the pool. Called with v->mu. */
+static void
+leave_pool(vdev *d, const char *vname, const char *why)
+{
+	d->healthy = 0;
+	snprintf(d->why, sizeof(d->why), "measuring %.60s: %.180s", vname, why);
+	log_error("verifications: GPU %d %s (%s) leaves the pool: %s", d->index,
+	    d->uuid, d->name, d->why);
+	d->v->gen++;
+	pthread_cond_broadcast(&d->v->cv);
+}
+
+/* A slot's thread: measures what next_for gives it until the daemon stops
+ * or the device leaves the pool. */
+static void *
+slot_loop(void *arg)
+{
+	vdev *d = arg;
+	verifier *v = d->v;
+	unsigned long long seen = (unsigned long long)-1;
 	ki_buf req, out;
 	char name[256], err[512];
-	int first = 1;
 
-	ki_thread_name("ki-verifier");
+	/* top -H tells the slots apart: ki-gpu-INDEX, or ki-verify-host. */
+	if (d->pseudo) {
+		ki_thread_name("ki-verify-host");
+	} else {
+		snprintf(name, sizeof(name), "ki-gpu-%d", d->index);
+		ki_thread_name(name);
+	}
 	ki_buf_init(&req);
 	ki_buf_init(&out);
 	for (;;) {
-		int rc;
+		int rc, stop;
 
 		pthread_mutex_lock(&v->mu);
-		while (!v->stop && !v->wake && !first) {
+		if (seen == v->gen && !v->stop && d->healthy) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 5;
 			pthread_cond_timedwait(&v->cv, &v->mu, &ts);
-			break;
 		}
-		v->wake = 0;
-		if (v->stop) {
-			pthread_mutex_unlock(&v->mu);
-			break;
-		}
+		seen = v->gen;
+		stop = v->stop || !d->healthy;
 		pthread_mutex_unlock(&v->mu);
-		/* At start, a verification left Running by a stopped daemon is
-		 * run again. */
-		while ((rc = api_verify_claim(v->api, first, name, sizeof(name),
-		    &req)) == 1) {
+		if (stop)
+			break;
+		while ((rc = next_for(d, name, sizeof(name), &req)) == 1) {
+			int fault;
+
 			ki_buf_reset(&out);
-			log_info("verification %s: running %s", name, v->program);
-			run_child(v, &req, &out, err, sizeof(err));
+			log_info("verification %s: running %s on %s %s", name,
+			    v->program, d->pseudo ? "the host" : d->uuid, d->name);
+			if (!d->pseudo && (rc = api_verify_note_device(v->api, name,
+			    d->uuid, d->name, d->index)) != KI_OK)
+				log_error("verification %s: recording the device: %s",
+				    name, ki_strerror(rc));
+			fault = run_child(v, d, NULL, name, v->timeout, &req, &out,
+			    err, sizeof(err));
 			if (err[0] != '\0')
 				log_warn("verification %s: %s", name, err);
 			rc = api_verify_finish(v->api, name, out.data, out.len,
@@ -309,23 +670,57 @@ loop(void *arg)
 				log_error("verification %s: recording the result: %s",
 				    name, ki_strerror(rc));
 			pthread_mutex_lock(&v->mu);
-			rc = v->stop;
+			d->current[0] = '\0';
+			if (err[0] != '\0')
+				d->failed++;
+			else
+				d->ok++;
+			/* The host itself never leaves: there is nowhere else. */
+			if (fault && !d->pseudo && !v->stop)
+				leave_pool(d, name, err);
+			stop = v->stop || !d->healthy;
 			pthread_mutex_unlock(&v->mu);
-			if (rc)
+			if (stop)
 				break;
 		}
 		if (rc < 0)
 			log_error("verifications: %s", ki_strerror(rc));
-		first = 0;
 	}
 	ki_buf_free(&req);
 	ki_buf_free(&out);
 	return NULL;
 }
 
+/* The controller's first thread: finds the devices, starts a slot thread
+ * for each, and waits for the stop. */
+static void *
+control(void *arg)
+{
+	verifier *v = arg;
+
+	ki_thread_name("ki-verifier");
+	discover(v);
+	pthread_mutex_lock(&v->mu);
+	for (int i = 0; i < v->ndev && !v->stop; i++) {
+		vdev *d = &v->devs[i];
+
+		d->started = pthread_create(&d->thread, NULL, slot_loop, d) == 0;
+		if (!d->started)
+			log_error("verifications: cannot start a thread for %s",
+			    d->uuid);
+	}
+	while (!v->stop)
+		pthread_cond_wait(&v->cv, &v->mu);
+	pthread_mutex_unlock(&v->mu);
+	for (int i = 0; i < v->ndev; i++)
+		if (v->devs[i].started)
+			pthread_join(v->devs[i].thread, NULL);
+	return NULL;
+}
+
 int
 verifier_start(verifier **out, api_ctx *api, const char *program,
-	int timeout)
+	int timeout, int simulated)
 {
 	verifier *v = calloc(1, sizeof(*v));
 
@@ -334,12 +729,15 @@ verifier_start(verifier **out, api_ctx *api, const char *program,
 		return KI_ENOMEM;
 	v->api = api;
 	v->timeout = timeout;
-	v->child = -1;
+	v->simulated = simulated;
+	v->lister = -1;
 	snprintf(v->program, sizeof(v->program), "%s", program);
 	pthread_mutex_init(&v->mu, NULL);
+	pthread_mutex_init(&v->pick, NULL);
 	pthread_cond_init(&v->cv, NULL);
-	if (pthread_create(&v->thread, NULL, loop, v) != 0) {
+	if (pthread_create(&v->thread, NULL, control, v) != 0) {
 		pthread_mutex_destroy(&v->mu);
+		pthread_mutex_destroy(&v->pick);
 		pthread_cond_destroy(&v->cv);
 		free(v);
 		return KI_EIO;
@@ -352,8 +750,61 @@ void
 verifier_notify(verifier *v)
 {
 	pthread_mutex_lock(&v->mu);
-	v->wake = 1;
-	pthread_cond_signal(&v->cv);
+	v->gen++;
+	pthread_cond_broadcast(&v->cv);
+	pthread_mutex_unlock(&v->mu);
+}
+
+/* Appends s to b with the escapes of a Prometheus label value. */
+static void
+label(ki_buf *b, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\' || *s == '"')
+			ki_buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			ki_buf_puts(b, "\\n");
+		else
+			ki_buf_append(b, s, 1);
+	}
+}
+
+void
+verifier_metrics(void *arg, ki_buf *b)
+{
+	static const char *const help[] = {
+		"kernelindex_verifier_device_in_pool", "gauge",
+		"Whether the device measures verifications (0: taken out).",
+		"kernelindex_verifier_device_busy", "gauge",
+		"Whether the device is measuring now.",
+		"kernelindex_verifier_measurements_total", "counter",
+		"Reference measurements finished on the device, by outcome.",
+	};
+	verifier *v = arg;
+
+	pthread_mutex_lock(&v->mu);
+	for (int m = 0; m < 3; m++) {
+		ki_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", help[3 * m],
+		    help[3 * m + 2], help[3 * m], help[3 * m + 1]);
+		for (int i = 0; i < v->ndev; i++) {
+			const vdev *d = &v->devs[i];
+
+			for (int o = 0; o < (m == 2 ? 2 : 1); o++) {
+				ki_buf_printf(b, "%s{index=\"%d\",uuid=\"", help[3 * m],
+				    d->pseudo ? -1 : d->index);
+				label(b, d->uuid);
+				ki_buf_puts(b, "\",model=\"");
+				label(b, d->name);
+				if (m == 2)
+					ki_buf_puts(b, o ? "\",outcome=\"failed" :
+					    "\",outcome=\"ok");
+				ki_buf_printf(b, "\"} %llu\n", m == 0 ?
+				    (unsigned long long)d->healthy : m == 1 ?
+				    (unsigned long long)(d->current[0] != '\0') :
+				    o ? d->failed : d->ok);
+			}
+		}
+	}
 	pthread_mutex_unlock(&v->mu);
 }
 
@@ -364,12 +815,16 @@ verifier_stop(verifier *v)
 		return;
 	pthread_mutex_lock(&v->mu);
 	v->stop = 1;
-	if (v->child > 0)
-		kill(-v->child, SIGKILL);
-	pthread_cond_signal(&v->cv);
+	if (v->lister > 0)
+		kill(-v->lister, SIGKILL);
+	for (int i = 0; i < v->ndev; i++)
+		if (v->devs[i].child > 0)
+			kill(-v->devs[i].child, SIGKILL);
+	pthread_cond_broadcast(&v->cv);
 	pthread_mutex_unlock(&v->mu);
 	pthread_join(v->thread, NULL);
 	pthread_mutex_destroy(&v->mu);
+	pthread_mutex_destroy(&v->pick);
 	pthread_cond_destroy(&v->cv);
 	free(v);
 }

@@ -17,6 +17,7 @@
 
 typedef struct pick {
 	int include_running;
+	const char *only;      /* just this one, or any when NULL */
 	char name[STORE_MAX_NAME + 1];
 	uint64_t rv;
 } pick;
@@ -30,7 +31,9 @@ pick_one(void *arg, const store_obj *o)
 	const char *phase = json_object_get_string(json_object_object_get(st,
 	    "phase"));
 	int want = phase != NULL && (strcmp(phase, "Pending") == 0 ||
-	    (p->include_running && strcmp(phase, "Running") == 0));
+	    (p->include_running && strcmp(phase, "Running") == 0)) &&
+	    (p->only == NULL || (strlen(p->only) == o->name_len &&
+	    memcmp(p->only, o->name, o->name_len) == 0));
 
 	/* The oldest waiting one (lowest resourceVersion) goes first. */
 	if (want && (p->name[0] == '\0' || o->rv < p->rv)) {
@@ -145,8 +148,9 @@ out:
 	return rc;
 }
 
-int
-api_verify_claim(api_ctx *ctx, int include_running, char *name,
+/* api_verify_claim's work, limited to the Verification only when set. */
+static int
+claim(api_ctx *ctx, int include_running, const char *only, char *name,
 	size_t namelen, ki_buf *request)
 {
 	for (;;) {
@@ -159,6 +163,7 @@ api_verify_claim(api_ctx *ctx, int include_running, char *name,
 
 		memset(&p, 0, sizeof(p));
 		p.include_running = include_running;
+		p.only = only;
 		if ((rc = store_begin(ctx->st, 1, &txn)) != KI_OK)
 			return rc;
 		rc = store_list(txn, API_VERIFICATION, 0, pick_one, &p);
@@ -386,9 +391,12 @@ api_verify_finish(api_ctx *ctx, const char *name, const char *result,
 		struct json_object *old = api_json_parse_len(v.json + v.status_off,
 		    v.status_len);
 		struct json_object *sa = json_object_object_get(old, "startedAt");
+		struct json_object *dev = json_object_object_get(old, "device");
 
 		if (sa != NULL)
 			json_object_object_add(extra, "startedAt", json_object_get(sa));
+		if (dev != NULL)
+			json_object_object_add(extra, "device", json_object_get(dev));
 		if (old != NULL)
 			json_object_put(old);
 	}
@@ -450,4 +458,19 @@ out:
 	if (summary != NULL)
 		json_object_put(summary);
 	return rc;
+}
+
+int
+api_verify_claim(api_ctx *ctx, int include_running, char *name,
+	size_t namelen, ki_buf *request)
+{
+	return claim(ctx, include_running, NULL, name, namelen, request);
+}
+
+int
+api_verify_claim_named(api_ctx *ctx, const char *name, ki_buf *request)
+{
+	char got[STORE_MAX_NAME + 1];
+
+	return claim(ctx, 1, name, got, sizeof(got), request);
 }

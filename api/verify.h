@@ -17,6 +17,11 @@
 int api_verify_claim(api_ctx *ctx, int include_running, char *name,
 	size_t namelen, ki_buf *request);
 
+/* As api_verify_claim, for the Verification name only (Pending or
+ * Running): 1 when claimed, 0 when it no longer waits (or failed at once),
+ * or a negative KI_* code. */
+int api_verify_claim_named(api_ctx *ctx, const char *name, ki_buf *request);
+
 /* Records the outcome: result (the program's JSON, may be NULL) or the
  * error text, on the Verification (phase Succeeded or Failed, conditions,
  * verdict) and as status.verification on its run. */

@@ -116,6 +116,9 @@ static const opt opts[] = {
 	  "the reference-kernel program verifications run" },
 	{ "ref-timeout", T_INT, F(ref_timeout), 0, "600", 1, 86400,
 	  "seconds a reference measurement may take" },
+	{ "verifier-simulated-devices", T_INT, F(verifier_simulated_devices), 0,
+	  "0", 0, 64, "verifications run on this many simulated devices (the "
+	  "reference program's KI_REF_SIMULATED_DEVICES; 0: the host's GPUs)" },
 };
 #undef F
 

@@ -43,6 +43,7 @@ typedef struct ki_config {
 	char tls_key[1024];
 	char ref_program[1024];
 	int ref_timeout;
+	int verifier_simulated_devices;   /* 0: the host's GPUs */
 } ki_config;
 
 /* Fills cfg with the defaults. */

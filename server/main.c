@@ -323,6 +323,99 @@ fsck_command(const ki_config *cfg, int argc, char **argv)
 	return vs.problems > 0 ? 1 : 0;
 }
 
+/* Where SPEC ("lmdb:DIR" or "etcd:ENDPOINTS") names a store: the
+ * configuration's settings (map size, history, etcd prefix, TLS, user)
+ * with SPEC's backend and place. 0, or -1 for a malformed SPEC. */
+static int
+migrate_spec(const ki_config *cfg, const char *spec, api_store_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->map_size = cfg->map_size;
+	c->map_max = cfg->map_max;
+	c->history = cfg->history;
+	c->etcd_prefix = cfg->etcd_prefix;
+	c->etcd_cacert = cfg->etcd_cacert;
+	c->etcd_cert = cfg->etcd_cert;
+	c->etcd_key = cfg->etcd_key;
+	c->etcd_user = cfg->etcd_user;
+	c->etcd_password_file = cfg->etcd_password_file;
+	if (strncmp(spec, "lmdb:", 5) == 0 && spec[5] != '\0') {
+		c->backend = "lmdb";
+		c->dir = spec + 5;
+		return 0;
+	}
+	if (strncmp(spec, "etcd:", 5) == 0 && (strncmp(spec + 5, "http://", 7)
+	    == 0 || strncmp(spec + 5, "https://", 8) == 0)) {
+		c->backend = "etcd";
+		c->etcd_endpoints = spec + 5;
+		return 0;
+	}
+	return -1;
+}
+
+/* kernelindexd [OPTIONS] migrate --from SPEC --to SPEC [--batch N]:
+ * copies every object, event and token of one store into another, empty
+ * one (api_migrate), and prints what each side holds. Exit status 0 when
+ * both sides compare equal, 1 on a failure, 2 on a usage error. */
+static int
+migrate_command(const ki_config *cfg, int argc, char **argv)
+{
+	const char *from = NULL, *to = NULL;
+	api_store_cfg cf, ct;
+	api_migrate_stats ms;
+	store *src = NULL, *dst = NULL;
+	char err[512];
+	long batch = 0;
+	int rc, status = 1;
+
+	for (int i = 0; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--from") == 0)
+			from = argv[i + 1];
+		else if (strcmp(argv[i], "--to") == 0)
+			to = argv[i + 1];
+		else if (strcmp(argv[i], "--batch") == 0)
+			batch = strtol(argv[i + 1], NULL, 10);
+		else
+			from = NULL;
+	}
+	if (argc % 2 != 0 || from == NULL || to == NULL || batch < 0 ||
+	    migrate_spec(cfg, from, &cf) != 0 ||
+	    migrate_spec(cfg, to, &ct) != 0) {
+		fprintf(stderr, "usage: kernelindexd [OPTIONS] migrate --from "
+		    "lmdb:DIR|etcd:URL[,URL...] --to lmdb:DIR|etcd:URL[,URL...] "
+		    "[--batch N]\n");
+		return 2;
+	}
+	if ((rc = api_store_open(&src, &cf, 1, 0)) != KI_OK) {
+		fprintf(stderr, "kernelindexd migrate: cannot open the source %s: "
+		    "%s\n", from, ki_strerror(rc));
+		return 1;
+	}
+	if ((rc = api_store_open(&dst, &ct, 0, 0)) != KI_OK) {
+		fprintf(stderr, "kernelindexd migrate: cannot open the "
+		    "destination %s: %s\n", to, ki_strerror(rc));
+		goto out;
+	}
+	rc = api_migrate(src, dst, (size_t)batch, stdout, &ms, err,
+	    sizeof(err));
+	if (rc != KI_OK) {
+		fprintf(stderr, "kernelindexd migrate: %s: %s\n", err,
+		    ki_strerror(rc));
+		goto out;
+	}
+	printf("migrated %s to %s: %llu events replayed (%llu puts, %llu "
+	    "deletes), %llu objects, %llu tokens, resourceVersion %llu\n",
+	    from, to, (unsigned long long)ms.events,
+	    (unsigned long long)ms.puts, (unsigned long long)ms.deletes,
+	    (unsigned long long)ms.objects, (unsigned long long)ms.tokens,
+	    (unsigned long long)ms.rv);
+	status = 0;
+out:
+	api_store_close(dst);
+	api_store_close(src);
+	return status;
+}
+
 static void
 usage(FILE *out)
 {
@@ -330,7 +423,9 @@ usage(FILE *out)
 	    "[--OPTION VALUE]...\n"
 	    "       kernelindexd [OPTIONS] token create|list|revoke ...\n"
 	    "       kernelindexd [OPTIONS] backup FILE\n"
-	    "       kernelindexd [OPTIONS] fsck [--repair]\n\n"
+	    "       kernelindexd [OPTIONS] fsck [--repair]\n"
+	    "       kernelindexd [OPTIONS] migrate --from lmdb:DIR|etcd:URLS "
+	    "--to lmdb:DIR|etcd:URLS\n\n"
 	    "Serves the kernelindex.dev API from an embedded LMDB store.\n\n"
 	    "  --config FILE          read options from FILE (name = value)\n"
 	    "  --check                validate the configuration and exit\n"
@@ -364,7 +459,8 @@ main(int argc, char **argv)
 			config = argv[++i];
 		else if (strcmp(argv[i], "token") == 0 ||
 		    strcmp(argv[i], "backup") == 0 ||
-		    strcmp(argv[i], "fsck") == 0) {
+		    strcmp(argv[i], "fsck") == 0 ||
+		    strcmp(argv[i], "migrate") == 0) {
 			/* Options before "token" are the daemon's; the rest is the
 			 * subcommand's. */
 			sub = i;
@@ -434,6 +530,8 @@ main(int argc, char **argv)
 		return backup_command(&cfg, sub_argc, sub_argv);
 	if (sub > 0 && strcmp(argv[sub], "fsck") == 0)
 		return fsck_command(&cfg, sub_argc, sub_argv);
+	if (sub > 0 && strcmp(argv[sub], "migrate") == 0)
+		return migrate_command(&cfg, sub_argc, sub_argv);
 	if (sub > 0)
 		return token_command(&cfg, sub_argc, sub_argv);
 	log_set_level(log_level_parse(cfg.log_level));
@@ -474,13 +572,16 @@ main(int argc, char **argv)
 	api.committed = committed;
 	api.committed_arg = &hk;
 	api.spill_dir = cfg.data_dir;
-	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout) !=
+	if (verifier_start(&hk.ver, &api, cfg.ref_program, cfg.ref_timeout,
+	    cfg.verifier_simulated_devices) !=
 	    KI_OK) {
 		log_error("cannot start the verification controller");
 		watch_hub_destroy(hub);
 		api_store_close(st);
 		return 1;
 	}
+	api.more_metrics = verifier_metrics;
+	api.more_metrics_arg = hk.ver;
 	if (api_committer_start(&committer, st, 256, committed, &hk) != KI_OK) {
 		log_error("cannot start the committer");
 		verifier_stop(hk.ver);

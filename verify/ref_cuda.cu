@@ -371,7 +371,11 @@ nvml_open(struct nvml *n, char *driver, size_t driver_len)
 {
 	int (*init)(void);
 	int (*by_index)(unsigned, nvml_dev_t *);
+	int (*by_uuid)(const char *, nvml_dev_t *);
 	int (*drv)(char *, unsigned);
+	/* NVML numbers every GPU of the host, whatever CUDA_VISIBLE_DEVICES
+	 * says: a child pinned to a GPU by its UUID reads that GPU's clocks. */
+	const char *pin = getenv("CUDA_VISIBLE_DEVICES");
 
 	memset(n, 0, sizeof(*n));
 	n->lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -385,8 +389,14 @@ nvml_open(struct nvml *n, char *driver, size_t driver_len)
 	n->clock = (int (*)(nvml_dev_t, int, unsigned *))dlsym(n->lib,
 	    "nvmlDeviceGetClockInfo");
 	n->shutdown = (int (*)(void))dlsym(n->lib, "nvmlShutdown");
+	by_uuid = (int (*)(const char *, nvml_dev_t *))dlsym(n->lib,
+	    "nvmlDeviceGetHandleByUUID");
+	if (pin != NULL && (strncmp(pin, "GPU-", 4) != 0 ||
+	    strchr(pin, ',') != NULL))
+		pin = NULL;
 	if (init == NULL || by_index == NULL || n->clock == NULL ||
-	    init() != 0 || by_index(0, &n->dev) != 0) {
+	    init() != 0 || (pin != NULL && by_uuid != NULL ?
+	    by_uuid(pin, &n->dev) : by_index(0, &n->dev)) != 0) {
 		dlclose(n->lib);
 		memset(n, 0, sizeof(*n));
 		return;

@@ -1,10 +1,12 @@
 /* verify/ref_main.c — kernelindex-ref: reads one JSON request on stdin,
  * measures the workload with the reference kernel (CUDA when a device is
- * usable and allowed, else the CPU), writes one JSON result on stdout. */
+ * usable and allowed, else the CPU), writes one JSON result on stdout.
+ * With --list-devices, prints the host's GPUs (verify/devices.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "verify/devices.h"
 #include "verify/ref.h"
 
 /* Writes {"error": msg} and returns the exit status. */
@@ -35,7 +37,7 @@ read_request(ki_buf *b)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct json_tokener *tok = NULL;
 	struct json_object *req = NULL;
@@ -45,6 +47,13 @@ main(void)
 	char err[256];
 	int rc, status = 1;
 
+	if (argc == 2 && strcmp(argv[1], "--list-devices") == 0)
+		return ref_list_devices();
+	if (argc > 1) {
+		fputs("usage: kernelindex-ref [--list-devices] <request.json\n",
+		    stderr);
+		return 2;
+	}
 	ki_buf_init(&in);
 	ki_buf_init(&out);
 	if (read_request(&in) != KI_OK) {
@@ -68,14 +77,19 @@ main(void)
 		    rc == KI_ELIMIT ? 5 : 2);
 		goto done;
 	}
+	/* Simulated devices measure on the CPU. */
+	if (ref_sim_active())
+		job.backend = REF_CPU;
 	if (job.backend == REF_CUDA && !ref_cuda_available()) {
 		status = fail("no usable CUDA device", 4);
 		goto done;
 	}
+	ref_sim_begin();
 	if (job.backend != REF_CPU && ref_cuda_available())
 		rc = ref_cuda_run(&job, &r, err, sizeof(err));
 	else
 		rc = ref_cpu_run(&job, &r, err, sizeof(err));
+	ref_sim_end();
 	if (rc != KI_OK) {
 		status = fail(err, rc == KI_ELIMIT ? 5 : 1);
 		goto done;

@@ -130,7 +130,8 @@ def manual_names_every_option_and_no_other():
     opts = set(table())
     eq(sorted(opts - named), [], 'options kernelindexd(8) does not describe')
     extra = named - opts - {'config', 'check', 'help', 'version', 'role',
-                            'source', 'prefix', 'description', 'repair'}
+                            'source', 'prefix', 'description', 'repair',
+                            'from', 'to', 'batch'}
     eq(sorted(extra), [], 'options in kernelindexd(8) the daemon lacks')
 
 

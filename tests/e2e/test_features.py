@@ -749,8 +749,11 @@ def a_verification_survives_a_restart_and_kver_watch_shows_progress():
     slow = os.path.join(prog_dir, 'slow.sh')
     pidfile = os.path.join(prog_dir, 'pid')
     with open(slow, 'w') as f:
-        f.write('#!/bin/sh\necho $$ >%s\ncat >/dev/null\nexec sleep 30\n'
-                % pidfile)
+        # It lists no GPU (the controller asks at start), then measures
+        # for 30 s.
+        f.write('#!/bin/sh\n[ "$1" = --list-devices ] && '
+                '{ echo \'{"devices": []}\'; exit 0; }\n'
+                'echo $$ >%s\ncat >/dev/null\nexec sleep 30\n' % pidfile)
     os.chmod(slow, 0o755)
     d.args = ['--ref-program', slow]
     d.start()
