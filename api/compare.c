@@ -1076,7 +1076,7 @@ out:
 
 void
 api_runs_csv(api_ctx *ctx, const char *sel, const char *version_label,
-	api_resp *r)
+	int include_implausible, api_resp *r)
 {
 	api_points pts;
 	store_txn *txn = NULL;
@@ -1089,8 +1089,8 @@ api_runs_csv(api_ctx *ctx, const char *sel, const char *version_label,
 		    "transaction: %s", ki_strerror(rc));
 		return;
 	}
-	rc = select_points(txn, sel, NULL, version_label, 1, "labelSelector",
-	    &pts, &dropped, r);
+	rc = select_points(txn, sel, NULL, version_label, include_implausible,
+	    "labelSelector", &pts, &dropped, r);
 	store_abort(txn);
 	if (rc != KI_OK) {
 		if (r->code == 422)

@@ -49,9 +49,11 @@ void api_leaderboard(api_ctx *ctx, const char *gpu, const char *sel,
 void api_series(api_ctx *ctx, const char *sel, const char *version_label,
 	int include_implausible, api_resp *r);
 
-/* GET .../benchmarkruns with Accept: text/csv (or format=csv): one line a
- * run selected by sel (may be NULL) with its series and figures. */
+/* GET .../benchmarkruns or .../series with Accept: text/csv (or
+ * format=csv): one line a run selected by sel (may be NULL) with its
+ * series and figures; implausible runs only when include_implausible
+ * (the series' includeImplausible; a list of runs names them all). */
 void api_runs_csv(api_ctx *ctx, const char *sel, const char *version_label,
-	api_resp *r);
+	int include_implausible, api_resp *r);
 
 #endif

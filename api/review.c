@@ -121,6 +121,33 @@ may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
 	return ok;
 }
 
+/* Decides a request on comparisons, leaderboard or series by the rule
+ * those endpoints apply: reading the stored runs is enough to GET any of
+ * them and to POST (create) a Comparison, which stores nothing. */
+static int
+decide_analysis(const api_reviewer *rv, const char *res, const char *sub,
+	const char *verb, ki_buf *reason)
+{
+	if (sub != NULL && *sub != '\0') {
+		ki_buf_printf(reason, "no subresource \"%.64s\"", sub);
+		return 0;
+	}
+	if (strcmp(verb, "get") != 0 && strcmp(verb, "list") != 0 &&
+	    (strcmp(res, "comparisons") != 0 || strcmp(verb, "create") != 0)) {
+		ki_buf_printf(reason, "the verb \"%.32s\" is not served on %s",
+		    verb, res);
+		return 0;
+	}
+	if (!may_read(rv)) {
+		ki_buf_puts(reason, "reads need a bearer token");
+		return 0;
+	}
+	ki_buf_puts(reason, rv->who->role >= API_ROLE_READER ?
+	    "the token's role may read, which is enough here" :
+	    "anonymous reads are on, which is enough here");
+	return 1;
+}
+
 /* Decides one resource request (SelfSubjectAccessReview's
  * resourceAttributes, a json-c object, borrowed). */
 static int
@@ -154,6 +181,10 @@ decide_resource(api_ctx *ctx, const api_reviewer *rv, struct json_object *ra,
 		ki_buf_puts(reason, "every client may review itself");
 		return 1;
 	}
+	if ((strcmp(group, API_GROUP) == 0 || strcmp(group, "*") == 0) &&
+	    (strcmp(res, "comparisons") == 0 || strcmp(res, "leaderboard") == 0 ||
+	    strcmp(res, "series") == 0))
+		return decide_analysis(rv, res, sub, verb, reason);
 	all_kinds = strcmp(res, "*") == 0;
 	if (!all_kinds)
 		k = api_kind_by_plural(res, strlen(res));

@@ -115,6 +115,28 @@ enc_wants_yaml(const char *accept)
 }
 
 int
+enc_accepts(const char *accept, int forms)
+{
+	const char *v;
+	size_t n;
+	int q, ok = 0;
+
+	if (accept == NULL || strspn(accept, " \t") == strlen(accept))
+		return 1;
+	while (next_elem(&accept, &v, &n, &q)) {
+		if (q <= 0)
+			continue;
+		if (elem_is(v, n, "*/*") || elem_is(v, n, "application/*") ||
+		    elem_is(v, n, "application/json") ||
+		    ((forms & ENC_YAML) && elem_is(v, n, "application/yaml")) ||
+		    ((forms & ENC_CSV) && (elem_is(v, n, "text/csv") ||
+		    elem_is(v, n, "text/*"))))
+			ok = 1;
+	}
+	return ok;
+}
+
+int
 enc_compressible(const char *ct)
 {
 	if (ct == NULL)

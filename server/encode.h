@@ -17,6 +17,17 @@ int enc_accepts_gzip(const char *accept_encoding);
 /* Does this Accept header (NULL: absent) prefer application/yaml to
  * application/json? JSON is the default: wildcards do not choose YAML. */
 int enc_wants_yaml(const char *accept);
+
+/* What an endpoint can answer in, for enc_accepts. */
+#define ENC_YAML 1
+#define ENC_CSV 2
+
+/* Does accept (NULL: no header) admit JSON (application/json, the
+ * wildcard ranges of everything and of application/), or YAML or CSV
+ * (text/csv, or the wildcard of text/) where forms says the endpoint
+ * produces them? 0 when every range it names (with q above 0) is one the
+ * endpoint cannot produce (406). */
+int enc_accepts(const char *accept, int forms);
 /* Is a body of this Content-Type worth compressing (text, JSON, YAML)? */
 int enc_compressible(const char *content_type);
 

@@ -357,8 +357,10 @@ represent(struct MHD_Connection *c, api_resp *r, const char **vary,
 	*gzipped = 0;
 	if (r->spill != NULL || r->code == 304 || r->body.data == NULL)
 		return;
-	if (json && enc_wants_yaml(MHD_lookup_connection_value(c,
-	    MHD_HEADER_KIND, "Accept"))) {
+	/* A 406 says the Accept header was not met: its Status is JSON, as
+	 * Kubernetes answers one, not the YAML the endpoint could not give. */
+	if (json && r->code != 406 && enc_wants_yaml(
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept"))) {
 		ki_buf y;
 
 		ki_buf_init(&y);
@@ -572,6 +574,7 @@ typedef struct framing {
 	char cl_first[24];
 	int name_bad;              /* a name holds a character not a tchar */
 	int value_bad;             /* a value holds a bare CR */
+	int host;                  /* Host headers */
 } framing;
 
 /* Adds one Content-Length value (v[0..n), trimmed) to f. */
@@ -626,6 +629,8 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 	if ((key_size > 14 && strncasecmp(key, "Content-Length", 14) == 0) ||
 	    (key_size > 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0))
 		f->name_bad = 1;
+	if (strcasecmp(key, "Host") == 0)
+		f->host++;
 	if (strcasecmp(key, "Transfer-Encoding") == 0) {
 		const char *v = value;
 		size_t n;
@@ -685,6 +690,13 @@ framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request's "
 		    "Content-Length is not one non-negative decimal number (several "
 		    "differing values, or not a number)");
+	else if (f.host > 1 ||
+	    (f.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
+		/* RFC 9112 3.2: an HTTP/1.1 request has exactly one Host;
+		 * HTTP/1.0 may have none. */
+		api_resp_fail(r, 400, "BadRequest", NULL, "the request has %s "
+		    "Host header: send exactly one", f.host > 1 ? "more than one" :
+		    "no");
 	else
 		return 0;
 	return -1;

@@ -16,6 +16,7 @@
 #include "api/options.h"
 #include "api/review.h"
 #include "api/table.h"
+#include "server/encode.h"
 
 #define MAX_STATIC_FILE (8 * 1024 * 1024)
 
@@ -45,6 +46,15 @@ method_not_allowed(api_resp *r, const char *method, const char *allow)
 #define ALLOW_READ "GET, HEAD"
 #define ALLOW_COLLECTION "GET, HEAD, POST"
 #define ALLOW_ITEM "GET, HEAD, PUT, PATCH, DELETE"
+
+/* Fills r with a 406: the Accept header admits nothing the endpoint
+ * produces (forms names what it does). */
+static void
+not_acceptable(api_resp *r, const char *forms)
+{
+	api_resp_fail(r, 406, "NotAcceptable", NULL, "the Accept header admits "
+	    "none of the representations available: %s", forms);
+}
 
 /* A boolean query parameter read as Go's strconv.ParseBool does: *out is
  * 0 or 1 (0 when absent or empty). Returns -1 with r filled (400 naming
@@ -209,6 +219,12 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 		api_fail_rc(r, KI_ENOMEM, "starting the watch");
 		return;
 	}
+	if (!enc_accepts(req->header(req->cls, "Accept"), 0)) {
+		free(p);
+		not_acceptable(r, "a watch streams application/json (or its "
+		    "Table form)");
+		return;
+	}
 	p->kind = k;
 	p->table = wants_table(req);
 	p->include = include_of(req);
@@ -282,6 +298,11 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	if (strcmp(rest, "comparisons") != 0 && strcmp(rest, "leaderboard") != 0 &&
 	    strcmp(rest, "series") != 0)
 		return 0;
+	if (!enc_accepts(req->header(req->cls, "Accept"), ENC_YAML | ENC_CSV)) {
+		not_acceptable(r, "this answer is application/json, "
+		    "application/yaml or text/csv");
+		return 1;
+	}
 	if ((csv = wants_csv(req, r)) < 0)
 		return 1;
 	if (strcmp(rest, "comparisons") == 0 &&
@@ -308,7 +329,7 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	if (strcmp(rest, "series") == 0) {
 		if (csv) {
 			api_runs_csv(rt->api, req->arg(req->cls, "labelSelector"),
-			    req->arg(req->cls, "versionLabel"), r);
+			    req->arg(req->cls, "versionLabel"), implausible, r);
 			return 1;
 		}
 		api_series(rt->api, req->arg(req->cls, "labelSelector"),
@@ -408,7 +429,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 				if (csv > 0)
 					api_runs_csv(rt->api, req->arg(req->cls,
 					    "labelSelector"), req->arg(req->cls,
-					    "versionLabel"), r);
+					    "versionLabel"), 1, r);
 				return;
 			}
 		}

@@ -17,7 +17,12 @@ passes over the events up to it, and a list's resourceVersionMatch
 (NotOlderThan, Exact) is honoured, not ignored; a token's or a backup's
 body with an unknown member, a member that is not a string, or an empty
 source or prefix (an unlimited token) is refused, as is an empty or
-missing --source or --prefix of kernelindexd token create."""
+missing --source or --prefix of kernelindexd token create;
+an HTTP/1.1 request without a Host header, or with two, is 400; an
+Accept header that admits nothing an endpoint produces is 406; the
+series CSV honours includeImplausible; an access review answers for
+comparisons by the rule the endpoint applies."""
+import csv
 import json
 import os
 import socket
@@ -342,6 +347,109 @@ def list_resource_version_match_is_honoured():
     eq(d.get(lst % 1).status, 200, 'an older version is satisfied')
     eq(d.get(lst % 0 + '&resourceVersionMatch=NotOlderThan').status, 200,
        'any version')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def http11_needs_exactly_one_host():
+    d = kitest.Daemon(sync=False).start()
+    out = raw(d, b'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 400 ') and b'Host' in out,
+          'no Host: %r' % out[:300])
+    out = raw(d, b'GET /healthz HTTP/1.1\r\nHost: a\r\nHost: b\r\n'
+              b'Connection: close\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 400 ') and b'Host' in out,
+          'two Hosts: %r' % out[:300])
+    out = raw(d, b'GET /healthz HTTP/1.0\r\n\r\n')
+    check(b' 200 ' in out.split(b'\r\n')[0], 'HTTP/1.0 without Host: %r'
+          % out[:300])
+    out = raw(d, b'GET /healthz HTTP/1.1\r\nHost: a\r\n'
+              b'Connection: close\r\n\r\n')
+    check(out.startswith(b'HTTP/1.1 200 '), 'one Host: %r' % out[:300])
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def unacceptable_accept_is_406():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    kitest.status_of(d.get(G + '/benchmarkruns?watch=true&timeoutSeconds=1',
+                           headers={'Accept': 'application/yaml'}),
+                     406, 'NotAcceptable')
+    for ep in ('series', 'leaderboard', 'comparisons?baseline=a%3Db'
+               '&candidate=a%3Dc'):
+        kitest.status_of(d.get(G + '/' + ep,
+                               headers={'Accept': 'application/xml'}),
+                         406, 'NotAcceptable')
+        for a in ('application/json, */*', 'application/json',
+                  'application/json;as=Table;v=v1;g=meta.k8s.io,'
+                  'application/json', 'text/html,application/xhtml+xml,'
+                  'application/xml;q=0.9,*/*;q=0.8', 'text/csv',
+                  'application/yaml'):
+            r = d.get(G + '/' + ep, headers={'Accept': a})
+            check(r.status != 406, '%s with %r: %r' % (ep, a, r.body[:200]))
+    r = d.get(G + '/benchmarkruns?watch=true&timeoutSeconds=1',
+              headers={'Accept': 'application/json, */*'})
+    eq(r.status, 200, 'a JSON watch')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def series_csv_honours_include_implausible():
+    d, s = seeded()
+    eq(d.post(G + '/benchmarkruns', s).status, 201, 'seed')
+    b = kitest.deepcopy(s)
+    b['run']['metadata']['name'] = 'too-fast'
+    r = b['run']['spec']
+    r['sourceNative']['externalId'] += '-fast'
+    r['timing']['latencyNs']['median'] = 100000
+    r['measurements'] = [m for m in r['measurements']
+                         if m['statistic'] != 'p80']
+    r['measurements'][0]['value'] = 90000
+    r['sourceNative']['metrics'] = {'ms_50': 0.1, 'ms_20': 0.09}
+    eq(d.post(G + '/benchmarkruns', b).status, 201, 'too-fast')
+    eq(d.get(G + '/benchmarkruns/too-fast').json()['status']['plausibility']
+       ['verdict'], 'Implausible', 'planted')
+
+    def names(q):
+        r = d.get(G + '/series?format=csv' + q)
+        eq(r.status, 200, 'series csv %s: %r' % (q, r.body[:200]))
+        return sorted(x['name'] for x in
+                      csv.DictReader(r.body.decode().splitlines()))
+    without = names('')
+    check('too-fast' not in without and without, 'left out: %r' % without)
+    check('too-fast' in names('&includeImplausible=true'), 'included')
+    check(d.sanitizer_report() is None, d.sanitizer_report())
+
+
+@test
+def access_review_answers_for_comparisons():
+    data = kitest.tempdir('kitest-adv-')
+    reader = token(data, 'create', '--role', 'reader')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+
+    def review(res, verb, t=None):
+        r = d.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+                   {'apiVersion': 'authorization.k8s.io/v1',
+                    'kind': 'SelfSubjectAccessReview',
+                    'spec': {'resourceAttributes': {
+                        'group': 'kernelindex.dev', 'resource': res,
+                        'verb': verb}}},
+                   headers=bearer(t) if t else None)
+        eq(r.status, 201, 'review: %r' % r.body[:300])
+        return r.json()['status']
+    cmp_ = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Comparison',
+            'spec': {'baseline': {'labelSelector': 'a=b'},
+                     'candidate': {'labelSelector': 'a=c'}}}
+    eq(d.post(G + '/comparisons', cmp_, headers=bearer(reader)).status, 201,
+       'a reader posts a Comparison')
+    st = review('comparisons', 'create', reader)
+    eq(st.get('allowed'), True, 'review says so: %r' % st)
+    for res in ('comparisons', 'leaderboard', 'series'):
+        eq(review(res, 'get', reader).get('allowed'), True, 'get ' + res)
+    st = review('series', 'delete', reader)
+    eq(st.get('allowed'), False, 'delete series: %r' % st)
+    check('no resource' not in st.get('reason', ''), 'why: %r' % st)
     check(d.sanitizer_report() is None, d.sanitizer_report())
 
 
