@@ -14,6 +14,7 @@ the same do_bench procedure inside the program, a fresh gradient buffer
 each repetition, no randn in the timed region.
 
 Usage: python3 verify/bench_families.py REF [--no-compile] [--only a,b]
+  (KI_BENCH_SECONDS: start no new case after that many seconds)
   (Liger's source importable on PYTHONPATH for the liger column).
 Prints a markdown table last; JSON lines to $OUT/families.jsonl.
 """
@@ -256,8 +257,12 @@ def main():
     print(json.dumps(env), flush=True)
     log.write(json.dumps(env) + "\n")
     rows = []
+    deadline = time.time() + float(os.environ.get("KI_BENCH_SECONDS", "1e9"))
     for kernel, dtype, p, passes in CASES:
         if only and kernel not in only:
+            continue
+        if time.time() > deadline:
+            print(json.dumps({"skipped": kernel, "why": "KI_BENCH_SECONDS"}), flush=True)
             continue
         for c in passes:
             pas = PASS[c]

@@ -253,7 +253,10 @@ k_norm(norm_args a)
 		if (!a.bwd)
 			continue;
 		{
-			float g[NPT], s1 = 0, s2 = 0, c1, c2;
+			/* dy·w is formed twice rather than held: NPT more
+			 * registers would spill the longest rows. The second
+			 * read of the row of dy hits L1. */
+			float s1 = 0, s2 = 0, c1, c2;
 
 #pragma unroll
 			for (int k = 0; k < NPT; k++) {
@@ -261,12 +264,13 @@ k_norm(norm_args a)
 				float xh = KIND == K_LN ? (xr[k] - mean) * rstd :
 				    xr[k] * rstd;
 				float d = j < n ? ld(dy, o + j) : 0.f;
+				float g = j < n ? d * ld(w, j) : 0.f;
 
-				g[k] = j < n ? d * ld(w, j) : 0.f;
-				s1 += g[k];
-				s2 += g[k] * xh;
+				s1 += g;
+				s2 += g * xh;
 				aw[k] += d * xh;
-				ab[k] += d;
+				if (KIND == K_LN)
+					ab[k] += d;
 			}
 			c2 = block_reduce<false>(s2, sh) * inv_n;
 			c1 = KIND == K_LN ? block_reduce<false>(s1, sh) * inv_n : 0.f;
@@ -275,10 +279,11 @@ k_norm(norm_args a)
 				int64_t j = threadIdx.x + (int64_t)k * blockDim.x;
 				float xh = KIND == K_LN ? (xr[k] - mean) * rstd :
 				    xr[k] * rstd;
-				float v = rstd * (g[k] - c1 - xh * c2);
+				float v;
 
 				if (j >= n)
 					continue;
+				v = rstd * (ld(dy, o + j) * ld(w, j) - c1 - xh * c2);
 				if (KIND == K_FADD)
 					v += ld(ds, o + j);
 				st(dx, o + j, v);
