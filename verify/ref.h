@@ -10,6 +10,7 @@
 
 #include "physics/gpu.h"
 #include "lib/ki.h"
+#include "verify/family.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,10 @@ struct ref_job {
 	uint64_t flush_bytes;        /* buffer written between repetitions */
 	double max_seconds;          /* wall-clock budget for the timing */
 	uint64_t seed;               /* 0: draw one from the clock */
+	const struct family *fam;    /* a row-wise family, NULL: embedding */
+	struct fam_shape shape;      /* its shape, as asked */
+	enum ref_pass asked;         /* the pass named in the request (a
+	                              * megatron "backward" runs as full) */
 };
 
 /* What a backend measured. */
@@ -56,7 +61,16 @@ struct ref_result {
 	double max_rel_error;        /* max over sampled rows of ‖Δ‖/‖ref‖ */
 	int64_t checked_outputs;     /* elements compared with float64 */
 	int complete;                /* every output element was written */
+	double copy_bw;              /* bytes/s (read + written) of a large
+	                              * copy measured in the same run; 0 if
+	                              * not measured */
+	struct json_object *ran;     /* the parameters of the shape run
+	                              * (owned; NULL: the embedding's) */
 };
+
+/* Measures the host's copy rate (bytes read + written per second) with
+ * memcpy over buffers larger than the caches; 0 when it cannot. */
+double ref_cpu_copy_rate(void);
 
 /* Parses a request {"workload", "protocol", "backend", "maxSeconds"}
  * (req borrowed) into *job. Returns 0, or KI_EINVAL / KI_ENOTFOUND with a
@@ -67,7 +81,9 @@ int ref_parse_request(struct json_object *req, struct ref_job *job,
 /* Writes the result as one JSON object to out (appended): backend, gpu,
  * latencyNs, repetitions, bytes (the cost model's floor bytes for the
  * shape run), achievedBandwidth (bytes/s), maxRelError, checkedOutputs,
- * tolerance, correct, scaled and shape. Returns 0 or KI_ENOMEM. */
+ * tolerance, correct, scaled, shape and floor: the cost model's bytes
+ * at the copy rate measured in the same run, and the fraction of that
+ * floor the median reached. Returns 0 or KI_ENOMEM. */
 int ref_write_result(const struct ref_job *job, const struct ref_result *r,
 	ki_buf *out);
 
@@ -122,12 +138,38 @@ int ref_check_backward(const int64_t *idx, const void *dy, const void *dw,
 int ref_cpu_run(const struct ref_job *job, struct ref_result *r,
 	char *err, size_t errlen);
 
+/* The device-to-device copy rate of the first CUDA device, bytes read +
+ * written per second; 0 when it cannot be measured. */
+double ref_cuda_copy_rate(void);
+
 /* 1 when a CUDA device can be used, else 0 (always 0 without CUDA). */
 int ref_cuda_available(void);
 
 /* Runs the job on the first CUDA device. Returns 0 or a KI_* code with a
  * message in err (KI_ELIMIT: the workload does not fit the card). */
 int ref_cuda_run(const struct ref_job *job, struct ref_result *r,
+	char *err, size_t errlen);
+
+/* ---- the row-wise families (verify/fam_cpu.c, verify/fam_cuda.cu) ---- */
+
+/* Lays the shape out and halves it until its tensors hold at most
+ * max_elems elements; returns 1 when it was reduced. */
+int fam_fit(const struct family *f, struct fam_shape *s, double max_elems);
+
+/* Writes the NaN poison over the outputs of the forward (fwd) and the
+ * backward (bwd) in host. */
+void fam_poison(const struct fam_shape *s, void *const *host,
+	enum api_dtype dt, int fwd, int bwd);
+
+/* Runs a family's job on the CPU, as ref_cpu_run. */
+int fam_cpu_run(const struct ref_job *job, struct ref_result *r,
+	char *err, size_t errlen);
+
+/* 1 when the CUDA backend has kernels for the family (0 without CUDA). */
+int fam_cuda_has(const struct family *f);
+
+/* Runs a family's job on the first CUDA device, as ref_cuda_run. */
+int fam_cuda_run(const struct ref_job *job, struct ref_result *r,
 	char *err, size_t errlen);
 
 #ifdef __cplusplus

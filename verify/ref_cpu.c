@@ -311,6 +311,32 @@ out:
 	return rc;
 }
 
+double
+ref_cpu_copy_rate(void)
+{
+	size_t n = 64u << 20;
+	char *a = malloc(n), *b = malloc(n);
+	double t[7], p50 = 0, p20, p80;
+	struct timespec t0, t1;
+	int i;
+
+	if (a != NULL && b != NULL) {
+		memset(a, 1, n);
+		memset(b, 2, n);
+		for (i = 0; i < 7; i++) {
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			memcpy(i % 2 ? a : b, i % 2 ? b : a, n);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			t[i] = (double)(t1.tv_sec - t0.tv_sec) +
+			    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+		}
+		ref_stats(t, 7, &p50, &p20, &p80);
+	}
+	free(a);
+	free(b);
+	return p50 > 0 ? 2.0 * (double)n / p50 : 0;
+}
+
 /* ---- the CPU kernels ---- */
 
 struct cpu {
@@ -517,6 +543,7 @@ ref_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	}
 	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
 	r->repetitions = n_rep;
+	r->copy_bw = ref_cpu_copy_rate();
 
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	cpu_fill(&c, &rng);

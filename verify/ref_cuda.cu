@@ -555,6 +555,48 @@ dev_fill(struct dev *g, uint64_t seed)
 	return cudaGetLastError();
 }
 
+/* The device-to-device copy rate (bytes read + written per second) over
+ * buffers of up to 512 MiB each (far past the L2), the median of nine
+ * event-timed copies; 0 when it cannot be measured. */
+double
+ref_cuda_copy_rate(void)
+{
+	size_t free_b = 0, total_b = 0, n = 512u << 20;
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0 = NULL, e1 = NULL;
+	double t[9], p50 = 0, p20, p80;
+	float ms = 0;
+	int i, ok = 1;
+
+	if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess)
+		return 0;
+	while (n > (16u << 20) && 2 * n > free_b / 2)
+		n /= 2;
+	if (cudaMalloc(&a, n) != cudaSuccess || cudaMalloc(&b, n) !=
+	    cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
+	    cudaEventCreate(&e1) != cudaSuccess ||
+	    cudaMemset(a, 1, n) != cudaSuccess)
+		ok = 0;
+	for (i = 0; ok && i < 10; i++) {
+		ok = cudaEventRecord(e0) == cudaSuccess &&
+		    cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice) ==
+		    cudaSuccess && cudaEventRecord(e1) == cudaSuccess &&
+		    cudaEventSynchronize(e1) == cudaSuccess &&
+		    cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess;
+		if (i > 0)
+			t[i - 1] = (double)ms * 1e-3;
+	}
+	if (ok)
+		ref_stats(t, 9, &p50, &p20, &p80);
+	if (e0 != NULL)
+		cudaEventDestroy(e0);
+	if (e1 != NULL)
+		cudaEventDestroy(e1);
+	cudaFree(a);
+	cudaFree(b);
+	return ok && p50 > 0 ? 2.0 * (double)n / p50 : 0;
+}
+
 int
 ref_cuda_available(void)
 {
@@ -710,6 +752,9 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	nvml_clocks(&nv, &r->clocks_sm_after, &r->clocks_mem_after);
 	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
 	r->repetitions = n_rep;
+	cudaFree(flush);
+	flush = NULL;
+	r->copy_bw = ref_cuda_copy_rate();
 
 	/* Correctness: fresh inputs, outputs poisoned with NaN, one pass,
 	 * sampled rows against float64 on the host. */

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "physics/costmodel.h"
+#include "physics/refcover.h"
 
 /* The spec of a document given either whole ({"kind", "spec"}) or as its
  * spec alone. Borrowed from o. */
@@ -107,11 +108,12 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		snprintf(err, errlen, "workload.kernel: a string is required");
 		return KI_EINVAL;
 	}
-	if (strcmp(kernel, "embedding") != 0) {
+	if (strcmp(kernel, "embedding") != 0 && fam_find(kernel) == NULL) {
 		snprintf(err, errlen, "kernel %.64s has no reference "
 		    "implementation", kernel);
 		return KI_ENOTFOUND;
 	}
+	job->fam = fam_find(kernel);
 	snprintf(job->kernel, sizeof(job->kernel), "%s", kernel);
 	pass = get_string(w, "pass");
 	if (pass == NULL || (strcmp(pass, "forward") != 0 &&
@@ -119,8 +121,21 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		snprintf(err, errlen, "workload.pass: forward, backward or full");
 		return KI_EINVAL;
 	}
+	{
+		const char *why = NULL;
+
+		if (!ref_covers(kernel, pass, &why)) {
+			snprintf(err, errlen, "kernel %.64s, pass %s: no reference "
+			    "implementation: %s", kernel, pass, why);
+			return KI_ENOTFOUND;
+		}
+	}
 	job->pass = pass[0] == 'f' ? (pass[1] == 'o' ? REF_FORWARD :
 	    REF_FULL) : REF_BACKWARD;
+	job->asked = job->pass;
+	if (job->fam != NULL && job->fam->bwd_is_full &&
+	    job->pass == REF_BACKWARD)
+		job->pass = REF_FULL;
 	dtype = get_string(w, "dtype");
 	job->dtype = api_dtype_parse(dtype != NULL ? dtype :
 	    api_cost_default_dtype(kernel));
@@ -135,6 +150,22 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		snprintf(err, errlen, "workload.parameters: an object is "
 		    "required");
 		return KI_EINVAL;
+	}
+	if (job->fam != NULL) {
+		double bytes = 0;
+		int i;
+
+		if (job->fam->parse(params, &job->shape, err, errlen) != 0)
+			return KI_EINVAL;
+		job->fam->layout(&job->shape);
+		for (i = 0; i < job->shape.nslots; i++)
+			bytes += (double)fam_slot_elems(&job->shape, i) *
+			    (double)fam_slot_esize(&job->shape, i, job->dtype);
+		if (bytes > 2e11) {
+			snprintf(err, errlen, "workload too large");
+			return KI_ELIMIT;
+		}
+		goto protocol;
 	}
 	job->batch = 1;
 	if (get_dim(params, DIM_BATCH, &job->batch) < 0 ||
@@ -159,6 +190,7 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		snprintf(err, errlen, "workload too large");
 		return KI_ELIMIT;
 	}
+protocol:
 	proto = json_object_object_get_ex(req, "protocol", &proto) ?
 	    spec_of(proto) : NULL;
 	meas = NULL;
@@ -236,12 +268,19 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 
 	if (o == NULL)
 		return KI_ENOMEM;
-	params = json_object_new_object();
-	json_object_object_add(params, "batch", json_object_new_int64(r->batch));
-	json_object_object_add(params, "seq", json_object_new_int64(r->seq));
-	json_object_object_add(params, "hidden",
-	    json_object_new_int64(r->hidden));
-	json_object_object_add(params, "vocab", json_object_new_int64(r->vocab));
+	if (r->ran != NULL) {
+		params = json_object_get(r->ran);
+	} else {
+		params = json_object_new_object();
+		json_object_object_add(params, "batch",
+		    json_object_new_int64(r->batch));
+		json_object_object_add(params, "seq",
+		    json_object_new_int64(r->seq));
+		json_object_object_add(params, "hidden",
+		    json_object_new_int64(r->hidden));
+		json_object_object_add(params, "vocab",
+		    json_object_new_int64(r->vocab));
+	}
 	if (api_cost_estimate(job->kernel, pass_name(job->pass),
 	    api_dtype_name(job->dtype), params, &c) == KI_OK)
 		bytes = c.bytes;
@@ -287,6 +326,18 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 		json_object_object_add(o, "fractionOfPeak",
 		    json_object_new_double(bw / g->dram_bw));
 	}
+	if (bytes > 0 && r->copy_bw > 0 && r->median_ns > 0) {
+		struct json_object *fl = json_object_new_object();
+		double sec = bytes / r->copy_bw;
+
+		json_object_object_add(fl, "bytes", json_object_new_double(bytes));
+		json_object_object_add(fl, "copyBandwidth",
+		    json_object_new_double(r->copy_bw));
+		json_object_object_add(fl, "seconds", json_object_new_double(sec));
+		json_object_object_add(fl, "fractionOfFloor",
+		    json_object_new_double(sec / (r->median_ns * 1e-9)));
+		json_object_object_add(o, "floor", fl);
+	}
 	json_object_object_add(o, "maxRelError",
 	    json_object_new_double(r->max_rel_error));
 	json_object_object_add(o, "checkedOutputs",
@@ -300,7 +351,7 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 	json_object_object_add(shape, "kernel",
 	    json_object_new_string(job->kernel));
 	json_object_object_add(shape, "pass",
-	    json_object_new_string(pass_name(job->pass)));
+	    json_object_new_string(pass_name(job->asked)));
 	json_object_object_add(shape, "dtype",
 	    json_object_new_string(api_dtype_name(job->dtype)));
 	json_object_object_add(shape, "parameters", params);

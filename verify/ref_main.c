@@ -1,11 +1,13 @@
 /* verify/ref_main.c — kernelindex-ref: reads one JSON request on stdin,
  * measures the workload with the reference kernel (CUDA when a device is
  * usable and allowed, else the CPU), writes one JSON result on stdout.
- * With --list-devices, prints the host's GPUs (verify/devices.c). */
+ * With --list-devices, prints the host's GPUs (verify/devices.c);
+ * with --coverage, the kernel families and passes it measures. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "physics/refcover.h"
 #include "verify/devices.h"
 #include "verify/ref.h"
 
@@ -36,6 +38,30 @@ read_request(ki_buf *b)
 	return ferror(stdin) ? KI_EIO : KI_OK;
 }
 
+/* Prints the coverage table as {"kernel": ["forward", …], …}. */
+static int
+print_coverage(void)
+{
+	static const char *const passes[] = { "forward", "backward", "full" };
+	struct json_object *o = json_object_new_object();
+	const struct ref_cover *t;
+	size_t n, i, k;
+
+	t = ref_coverage(&n);
+	for (i = 0; i < n; i++) {
+		struct json_object *a = json_object_new_array();
+
+		for (k = 0; k < 3; k++)
+			if (t[i].passes & ref_pass_bit(passes[k]))
+				json_object_array_add(a,
+				    json_object_new_string(passes[k]));
+		json_object_object_add(o, t[i].kernel, a);
+	}
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -49,11 +75,14 @@ main(int argc, char **argv)
 
 	if (argc == 2 && strcmp(argv[1], "--list-devices") == 0)
 		return ref_list_devices();
+	if (argc == 2 && strcmp(argv[1], "--coverage") == 0)
+		return print_coverage();
 	if (argc > 1) {
-		fputs("usage: kernelindex-ref [--list-devices] <request.json\n",
-		    stderr);
+		fputs("usage: kernelindex-ref [--list-devices | --coverage] "
+		    "<request.json\n", stderr);
 		return 2;
 	}
+	memset(&r, 0, sizeof(r));
 	ki_buf_init(&in);
 	ki_buf_init(&out);
 	if (read_request(&in) != KI_OK) {
@@ -85,7 +114,18 @@ main(int argc, char **argv)
 		goto done;
 	}
 	ref_sim_begin();
-	if (job.backend != REF_CPU && ref_cuda_available())
+	if (job.backend == REF_CUDA && job.fam != NULL &&
+	    !fam_cuda_has(job.fam)) {
+		status = fail("the CUDA backend has no kernel for this family "
+		    "(the CPU backend has)", 3);
+		goto done;
+	}
+	if (job.fam != NULL)
+		rc = job.backend != REF_CPU && ref_cuda_available() &&
+		    fam_cuda_has(job.fam) ?
+		    fam_cuda_run(&job, &r, err, sizeof(err)) :
+		    fam_cpu_run(&job, &r, err, sizeof(err));
+	else if (job.backend != REF_CPU && ref_cuda_available())
 		rc = ref_cuda_run(&job, &r, err, sizeof(err));
 	else
 		rc = ref_cpu_run(&job, &r, err, sizeof(err));
@@ -102,6 +142,7 @@ main(int argc, char **argv)
 	fflush(stdout);
 	status = 0;
 done:
+	json_object_put(r.ran);
 	json_object_put(req);
 	if (tok != NULL)
 		json_tokener_free(tok);

@@ -19,3 +19,26 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	snprintf(err, errlen, "built without CUDA");
 	return KI_ENOTFOUND;
 }
+
+double
+ref_cuda_copy_rate(void)
+{
+	return 0;
+}
+
+int
+fam_cuda_has(const struct family *f)
+{
+	(void)f;
+	return 0;
+}
+
+int
+fam_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
+	size_t errlen)
+{
+	(void)job;
+	(void)r;
+	snprintf(err, errlen, "built without CUDA");
+	return KI_ENOTFOUND;
+}

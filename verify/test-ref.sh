@@ -52,8 +52,61 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 	expect "cuda does not fit" 5 'device memory' "$out" $rc
 fi
 
-out=$(echo '{"workload":{"kernel":"softmax","pass":"forward","parameters":{}}}' | "$REF"); rc=$?
+out=$(echo '{"workload":{"kernel":"fused_moe","pass":"forward","parameters":{}}}' | "$REF"); rc=$?
 expect "unknown kernel" 3 'no reference implementation' "$out" $rc
+out=$(echo '{"workload":{"kernel":"cross_entropy","pass":"backward","parameters":{"tokens":4,"vocab":8}}}' | "$REF"); rc=$?
+expect "a loss's backward" 3 'computed in its forward' "$out" $rc
+
+fam() {	# kernel pass dtype backend parameters
+	printf '{"workload":{"kernel":"%s","pass":"%s","dtype":"%s","parameters":%s},' "$1" "$2" "$3" "$5"
+	printf '"protocol":{"measurement":{"warmupMs":1,"repMs":5}},"backend":"%s","maxSeconds":20}\n' "$4"
+}
+
+# The check itself: a row left unwritten, or a row 3% off, fails.
+out=$(fam softmax full float32 cpu '{"rows":64,"hidden":1000}' |
+    KIREF_FAULT=1 "$REF"); rc=$?
+expect "an unwritten row is caught" 0 '"correct":false' "$out" $rc
+out=$(fam rms_norm backward bfloat16 cpu '{"rows":64,"hidden":1000}' |
+    KIREF_FAULT=2 "$REF"); rc=$?
+expect "a row 3% off is caught" 0 '"correct":false' "$out" $rc
+
+# The row-wise families: every pass the table covers, each dtype, on the
+# CPU (and on CUDA where the backend has the family), checked in float64.
+FAMS='rms_norm {"rows":64,"hidden":1000}
+megatron_rms_norm {"seq":64,"batch":2,"hidden":512}
+fused_add_rms_norm {"rows":64,"hidden":768}
+layer_norm {"rows":64,"hidden":1000}
+group_norm {"batch":4,"hidden":100,"channels":32,"channels_per_group":4}
+softmax {"rows":64,"hidden":1000}
+sparsemax {"batch":2,"seq":32,"hidden":999}
+relu_squared {"rows":64,"hidden":1000}
+megatron_swiglu {"seq":32,"batch":2,"intermediate":1000}
+megatron_cross_entropy {"seq":16,"batch":2,"vocab":5000}
+cross_entropy {"batch":2,"seq":16,"vocab":5000}
+kl_div {"batch":2,"seq":16,"vocab":5000}
+jsd {"batch":2,"seq":16,"vocab":5000}
+tvd {"batch":2,"seq":16,"vocab":5000}
+rope {"seq":64,"hidden":512,"q_heads":8,"kv_heads":2}
+llama4_rope {"seq":64,"hidden":512,"q_heads":8,"kv_heads":2}'
+backends=cpu
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
+    backends="cpu cuda"
+for b in $backends; do
+	while read -r k params; do
+		for p in forward backward full; do
+			for dt in float32 bfloat16 float16; do
+				out=$(fam "$k" $p $dt $b "$params" | "$REF"); rc=$?
+				case "$out" in
+				*"computed in its forward"*|*"no kernel for this family"*)
+					continue ;;
+				esac
+				expect "$b $k $p $dt" 0 '"correct":true' "$out" $rc
+			done
+		done
+	done <<FAMILIES
+$FAMS
+FAMILIES
+done
 out=$(req forward float32 cpu 1 1000000 100000 100000 | "$REF"); rc=$?
 expect "too large" 5 'too large' "$out" $rc
 out=$(echo 'not json' | "$REF"); rc=$?

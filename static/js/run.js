@@ -69,9 +69,44 @@ function verdictBadge(v) {
   return badge('unknown', v || 'Unknown');
 }
 
+/* The kernel families and passes the reference program measures: the
+ * table in physics/refcover.c, which a test keeps this equal to. A loss's
+ * backward (its gradient is made in the forward pass) is not measured. */
+const REFERENCE_COVERAGE = {
+  embedding: ['forward', 'backward', 'full'],
+  rms_norm: ['forward', 'backward', 'full'],
+  megatron_rms_norm: ['forward', 'backward', 'full'],
+  fused_add_rms_norm: ['forward', 'backward', 'full'],
+  layer_norm: ['forward', 'backward', 'full'],
+  group_norm: ['forward', 'backward', 'full'],
+  softmax: ['forward', 'backward', 'full'],
+  sparsemax: ['forward', 'backward', 'full'],
+  relu_squared: ['forward', 'backward', 'full'],
+  megatron_swiglu: ['forward', 'backward', 'full'],
+  megatron_cross_entropy: ['forward', 'backward', 'full'],
+  cross_entropy: ['forward', 'full'],
+  kl_div: ['forward', 'full'],
+  jsd: ['forward', 'full'],
+  tvd: ['forward', 'full'],
+  rope: ['forward', 'backward', 'full'],
+  llama4_rope: ['forward', 'backward', 'full'],
+};
+
+/* Whether a reference measurement of the run can be asked for. */
+function hasReference(run) {
+  const l = labels(run);
+  return (REFERENCE_COVERAGE[l.kernel] || []).includes(l.pass) && (l.metric || 'latency') === 'latency';
+}
+
 /* A button that asks the server for a reference measurement of the run
- * (creates a Verification); the run's status shows the outcome live. */
+ * (creates a Verification); the run's status shows the outcome live. A
+ * run no reference covers gets a line saying so instead. */
 function requestVerification(run) {
+  if (!hasReference(run)) {
+    const l = labels(run);
+    return h('p', { class: 'hint', dataset: { reference: 'none' } },
+      `No reference implementation measures ${l.kernel || 'this kernel'}${l.pass ? ` (${l.pass})` : ''}${l.metric && l.metric !== 'latency' ? ` ${l.metric}` : ''}: a reference measurement cannot be requested for this run.`);
+  }
   const out = h('p', { class: 'hint', 'aria-live': 'polite' });
   const btn = h('button', { type: 'button', class: 'secondary' }, 'Request a reference measurement');
   btn.addEventListener('click', async () => {
@@ -198,11 +233,14 @@ function verdicts(run) {
   rows.push(h('div', { class: 'card', dataset: { verdict: 'verification' } }, h('h3', 'Verification ', verdictBadge(ver ? ver.verdict : verc ? verc.reason : 'Not verified')),
     ver ? h('div', ver.message ? h('p', ver.message) : null, dl([
       ['Reason', ver.reason],
-      ['Reference median', Number.isFinite(ver.referenceNs) ? figure('latency', ver.referenceNs) : undefined],
+      ['Reference median (same GPU)', Number.isFinite(ver.referenceNs) ? figure('latency', ver.referenceNs) : undefined],
       ['Claimed ÷ reference', Number.isFinite(ver.ratio) ? ratio(ver.ratio) : undefined],
+      ['Predicted on this run’s GPU', Number.isFinite(ver.predictedNs) ? figure('latency', ver.predictedNs) : undefined],
+      ['Prediction band', Number.isFinite(ver.predictedLowNs) && Number.isFinite(ver.predictedHighNs) ? `${figure('latency', ver.predictedLowNs)} – ${figure('latency', ver.predictedHighNs)}` : undefined],
+      ['Claimed ÷ predicted', Number.isFinite(ver.claimedOverPredicted) ? ratio(ver.claimedOverPredicted) : undefined],
       ['Measured on', ver.gpu],
       ['Verification', ver.name ? h('a', { href: api.itemURL('verifications', ver.name) }, ver.name) : undefined],
-      ...Object.entries(ver).filter(([k]) => !['verdict', 'reason', 'message', 'referenceNs', 'ratio', 'gpu', 'name'].includes(k)).map(([k, v]) => [k, scalar(v)]),
+      ...Object.entries(ver).filter(([k]) => !['verdict', 'reason', 'message', 'referenceNs', 'ratio', 'gpu', 'name', 'predictedNs', 'predictedLowNs', 'predictedHighNs', 'claimedOverPredicted'].includes(k)).map(([k, v]) => [k, scalar(v)]),
     ]))
       : h('div', h('p', { class: 'hint' }, verc ? verc.message : 'No reference measurement yet.'), requestVerification(run))));
   return h('div', { class: 'cards' }, rows);

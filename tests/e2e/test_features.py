@@ -708,13 +708,23 @@ def verification_runs_the_reference_program():
     check(res['checkedOutputs'] > 0, 'outputs compared')
     lat = st['reference']
     check(0 < lat['p20'] <= lat['median'] <= lat['p80'], 'quantiles %s' % lat)
-    eq((st['verdict'], st['reason']), ('Unverifiable', 'ScaledDown'),
-       'a scaled-down CPU run is not a figure')
+    # A scaled-down CPU run is no figure for an A100: the verdict is on a
+    # prediction for the run's GPU, and no ratio of the two times is kept.
+    check(st['reason'] in ('WithinPrediction', 'SlowerThanPrediction',
+                           'FasterThanPrediction', 'FasterThanFloor'),
+          'a verdict on a prediction: %s' % st['reason'])
+    check('ratio' not in st and 'prediction' in st, 'no cross-device ratio')
+    print(st['message'])
     conds = {c['type']: c['status'] for c in st['conditions']}
-    eq(conds, {'Complete': 'True', 'Verified': 'Unknown'}, 'conditions')
+    eq(conds['Complete'], 'True', 'conditions')
+    eq(conds['Verified'], {'Consistent': 'True', 'Implausible': 'False'}[
+        st['verdict']], 'Verified follows the verdict')
     run = d.get(G + '/benchmarkruns/' + SEED_RUN).json()
     eq(run['status']['verification']['name'], 'v1', 'mirrored on the run')
-    eq(run['status']['verification']['verdict'], 'Unverifiable', 'verdict')
+    eq(run['status']['verification']['verdict'], st['verdict'], 'verdict')
+    check('ratio' not in run['status']['verification'] and
+          'referenceNs' not in run['status']['verification'],
+          'no cross-device ratio on the run')
     r = d.post(G + '/verifications', verification('v2', 'no-such-run'))
     eq(r.status, 422, 'a verification of a missing run')
     eq(kitest.cause_fields(r.json()), ['spec.runName'], 'the field')

@@ -1,0 +1,78 @@
+/* physics/refcover.c — the reference program's coverage table. */
+#include "physics/refcover.h"
+
+#include <string.h>
+
+#define ALL (REF_PASS_FORWARD | REF_PASS_BACKWARD | REF_PASS_FULL)
+#define FWD_FULL (REF_PASS_FORWARD | REF_PASS_FULL)
+
+/* Liger computes a loss's input gradient during the forward pass; its
+ * "backward" then scales a stored tensor by an upstream gradient of 1 and
+ * does no work a reference could time against. */
+static const char LOSS_BWD[] = "the backward of a loss whose gradient is "
+	"computed in its forward pass does no work a reference can time "
+	"(its floor is zero bytes)";
+
+static const struct ref_cover table[] = {
+	{ "embedding", ALL, NULL },
+	{ "rms_norm", ALL, NULL },
+	{ "megatron_rms_norm", ALL, NULL },
+	{ "fused_add_rms_norm", ALL, NULL },
+	{ "layer_norm", ALL, NULL },
+	{ "group_norm", ALL, NULL },
+	{ "softmax", ALL, NULL },
+	{ "sparsemax", ALL, NULL },
+	{ "relu_squared", ALL, NULL },
+	{ "megatron_swiglu", ALL, NULL },
+	{ "megatron_cross_entropy", ALL, NULL },
+	{ "cross_entropy", FWD_FULL, LOSS_BWD },
+	{ "kl_div", FWD_FULL, LOSS_BWD },
+	{ "jsd", FWD_FULL, LOSS_BWD },
+	{ "tvd", FWD_FULL, LOSS_BWD },
+	{ "rope", ALL, NULL },
+	{ "llama4_rope", ALL, NULL },
+};
+
+unsigned
+ref_pass_bit(const char *pass)
+{
+	if (pass == NULL)
+		return 0;
+	if (strcmp(pass, "forward") == 0)
+		return REF_PASS_FORWARD;
+	if (strcmp(pass, "backward") == 0)
+		return REF_PASS_BACKWARD;
+	if (strcmp(pass, "full") == 0)
+		return REF_PASS_FULL;
+	return 0;
+}
+
+int
+ref_covers(const char *kernel, const char *pass, const char **why)
+{
+	size_t i;
+
+	if (why != NULL)
+		*why = "the reference program has no implementation of this "
+		    "kernel family";
+	if (kernel == NULL)
+		return 0;
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (strcmp(table[i].kernel, kernel) != 0)
+			continue;
+		if (pass == NULL || (table[i].passes & ref_pass_bit(pass)))
+			return 1;
+		if (why != NULL)
+			*why = table[i].why_not != NULL ? table[i].why_not :
+			    "the reference program does not measure this pass";
+		return 0;
+	}
+	return 0;
+}
+
+const struct ref_cover *
+ref_coverage(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}

@@ -1,0 +1,308 @@
+"""verify/bench_families.py — one table of the row-wise families on a GPU:
+the reference program's CUDA backend (checked in float64 by the program
+itself) against PyTorch eager, torch.compile and Liger's Triton kernels,
+and the floor (the cost model's bytes at the device-to-device copy rate
+measured in the same run).
+
+Timing contract of the PyTorch/Liger columns: Liger's benchmark scripts
+(benchmark/scripts/utils.py run_speed_benchmark): triton.testing.do_bench,
+quantiles 0.5/0.2/0.8; forward = the call; backward = y.backward(dy,
+retain_graph=True) on a made graph; full = y = f(); y.backward(
+torch.randn_like(y)) (the randn_like inside the timed region, as Liger's
+"full"); grad_to_none the input. The reference's contract (verify/NOTES.md):
+the same do_bench procedure inside the program, a fresh gradient buffer
+each repetition, no randn in the timed region.
+
+Usage: python3 verify/bench_families.py REF [--no-compile] [--only a,b]
+  (KI_BENCH_SECONDS: start no new case after that many seconds)
+  (Liger's source importable on PYTHONPATH for the liger column).
+Prints a markdown table last; JSON lines to $OUT/families.jsonl.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import torch
+import torch.nn.functional as F
+import triton
+
+Q = [0.5, 0.2, 0.8]
+DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DEV = "cuda"
+
+# family, dtype, reference parameters, passes
+CASES = [
+    ("rms_norm", "bfloat16", {"rows": 2048, "hidden": 8192}, "fbF"),
+    ("rms_norm", "bfloat16", {"rows": 2048, "hidden": 32768}, "fbF"),
+    ("megatron_rms_norm", "bfloat16", {"seq": 4096, "batch": 1, "hidden": 8192}, "fbF"),
+    ("fused_add_rms_norm", "float32", {"rows": 2048, "hidden": 8192}, "fbF"),
+    ("layer_norm", "float32", {"rows": 4096, "hidden": 8192}, "fbF"),
+    ("layer_norm", "float32", {"rows": 4096, "hidden": 16384}, "fbF"),
+    ("softmax", "float32", {"rows": 2048, "hidden": 4096}, "fbF"),
+    ("softmax", "bfloat16", {"rows": 2048, "hidden": 4096}, "fbF"),
+    ("relu_squared", "bfloat16", {"rows": 4096, "hidden": 16384}, "fbF"),
+    ("megatron_swiglu", "bfloat16", {"seq": 2048, "batch": 4, "intermediate": 16384}, "fbF"),
+    ("cross_entropy", "float32", {"batch": 8, "seq": 2048, "vocab": 32768}, "fF"),
+    ("cross_entropy", "float32", {"batch": 8, "seq": 2048, "vocab": 131072}, "fF"),
+    ("megatron_cross_entropy", "bfloat16", {"seq": 2048, "batch": 4, "vocab": 131072}, "fbF"),
+    ("kl_div", "float32", {"batch": 8, "seq": 2048, "vocab": 32768}, "fF"),
+    ("jsd", "float32", {"tokens": 4096, "vocab": 128256}, "fF"),
+    ("tvd", "float32", {"batch": 8, "seq": 2048, "vocab": 32768}, "fF"),
+]
+PASS = {"f": "forward", "b": "backward", "F": "full"}
+
+
+def bench(fn, grad_to_none=None):
+    return triton.testing.do_bench(fn, quantiles=Q, rep=100, grad_to_none=grad_to_none)
+
+
+def run_ref(ref, kernel, pas, dtype, params):
+    req = {"workload": {"kernel": kernel, "pass": pas, "dtype": dtype, "parameters": params},
+           "protocol": {}, "backend": "cuda", "maxSeconds": 60}
+    t0 = time.time()
+    p = subprocess.run([ref], input=json.dumps(req), capture_output=True, text=True, timeout=300)
+    try:
+        out = json.loads(p.stdout)
+    except ValueError:
+        out = {"error": "exit %d: %s %s" % (p.returncode, p.stdout[-300:], p.stderr[-300:])}
+    out["wall_s"] = time.time() - t0
+    return out
+
+
+# ---- the PyTorch workloads: (inputs needing grad, forward fn) ----
+
+def rows_tokens(p):
+    return p.get("tokens") or p.get("batch", 1) * p["seq"]
+
+
+def rms_eager(x, w, eps=1e-6):
+    xf = x.float()
+    return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
+
+
+def setup(kernel, dtype, p, provider):
+    """Returns (fn, grad_to_none list); fn() gives the output to time."""
+    dt = DT[dtype]
+    g = torch.Generator(device=DEV).manual_seed(0)
+
+    def rn(*shape, grad=True):
+        return torch.randn(*shape, device=DEV, dtype=dt, generator=g, requires_grad=grad)
+
+    if kernel in ("rms_norm", "megatron_rms_norm"):
+        m = p["rows"] if "rows" in p else rows_tokens(p)
+        h = p["hidden"]
+        x = rn(m, h)
+        if provider == "liger":
+            from liger_kernel.transformers.rms_norm import LigerRMSNorm
+            layer = LigerRMSNorm(hidden_size=h, eps=1e-6).to(DEV)
+            return (lambda: layer(x)), [x]
+        w = torch.ones(h, device=DEV, dtype=dt, requires_grad=True)
+        f = rms_eager
+        if provider == "compile":
+            f = torch.compile(rms_eager)
+        return (lambda: f(x, w)), [x]
+    if kernel == "fused_add_rms_norm":
+        m, h = p["rows"], p["hidden"]
+        x, r = rn(m, h), rn(m, h)
+        if provider == "liger":
+            from liger_kernel.transformers.fused_add_rms_norm import LigerFusedAddRMSNorm
+            layer = LigerFusedAddRMSNorm(hidden_size=h, eps=1e-6).to(DEV)
+            return (lambda: layer(x, r)[0]), [x]
+        w = torch.ones(h, device=DEV, dtype=dt, requires_grad=True)
+
+        def fadd(x, r, w):
+            s = x + r
+            return rms_eager(s, w)
+        f = torch.compile(fadd) if provider == "compile" else fadd
+        return (lambda: f(x, r, w)), [x]
+    if kernel == "layer_norm":
+        m, n = p["rows"], p["hidden"]
+        x = rn(m, n)
+        if provider == "liger":
+            from liger_kernel.transformers.layer_norm import LigerLayerNorm
+            layer = LigerLayerNorm(hidden_size=n, eps=1e-6).to(DEV).to(dt)
+        else:
+            layer = torch.nn.LayerNorm(n, eps=1e-6).to(DEV).to(dt)
+            if provider == "compile":
+                layer = torch.compile(layer)
+        return (lambda: layer(x)), [x]
+    if kernel in ("softmax", "relu_squared"):
+        m, n = p["rows"], p["hidden"]
+        x = rn(m, n)
+        if provider == "liger":
+            if kernel == "softmax":
+                from liger_kernel.transformers.softmax import LigerSoftmax
+                mod = LigerSoftmax().to(DEV)
+            else:
+                from liger_kernel.transformers.relu_squared import LigerReLUSquared
+                mod = LigerReLUSquared().to(DEV)
+            return (lambda: mod(x)), [x]
+        f = (lambda x: torch.softmax(x, -1)) if kernel == "softmax" else \
+            (lambda x: torch.square(F.relu(x)))
+        if provider == "compile":
+            f = torch.compile(f)
+        return (lambda: f(x)), [x]
+    if kernel == "megatron_swiglu":
+        t, ff = rows_tokens(p), p["intermediate"]
+        x = rn(p["seq"], p["batch"], 2 * ff)
+        if provider == "liger":
+            from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+
+            def lig(x):
+                a, b = torch.chunk(x, 2, -1)
+                return LigerSiLUMulFunction.apply(a.contiguous(), b.contiguous())
+            return (lambda: lig(x)), [x]
+
+        def sw(x):
+            a, b = torch.chunk(x, 2, -1)
+            return F.silu(a) * b
+        f = torch.compile(sw) if provider == "compile" else sw
+        del t
+        return (lambda: f(x)), [x]
+    # losses over a vocabulary
+    bt, v = rows_tokens(p), p["vocab"]
+    if kernel in ("cross_entropy", "megatron_cross_entropy"):
+        x = rn(bt, v)
+        tgt = torch.randint(v, (bt,), device=DEV, generator=g)
+        red = "mean" if kernel == "cross_entropy" else "none"
+        if provider == "liger":
+            if kernel != "cross_entropy":
+                raise RuntimeError("Liger's Megatron wrapper needs megatron-core")
+            from liger_kernel.transformers.cross_entropy import LigerCrossEntropyLoss
+            lf = LigerCrossEntropyLoss()
+            return (lambda: lf(x, tgt)), [x]
+
+        def ce(x, t):
+            return F.cross_entropy(x.float() if red == "none" else x, t, reduction=red)
+        f = torch.compile(ce) if provider == "compile" else ce
+        return (lambda: f(x, tgt)), [x]
+    leaf = torch.randn(bt, v, device=DEV, dtype=dt, generator=g, requires_grad=True)
+    if kernel == "kl_div":
+        inp = leaf.log_softmax(-1)
+        tgt = torch.randn(bt, v, device=DEV, dtype=dt, generator=g).softmax(-1)
+        if provider == "liger":
+            from liger_kernel.transformers.kl_div import LigerKLDIVLoss
+            lf = LigerKLDIVLoss(reduction="batchmean")
+        else:
+            lf = torch.nn.KLDivLoss(reduction="batchmean")
+    elif kernel == "jsd":
+        inp = leaf.log_softmax(-1)
+        tgt = torch.randn(bt, v, device=DEV, dtype=dt, generator=g).log_softmax(-1)
+        if provider == "liger":
+            from liger_kernel.transformers.jsd import LigerJSD
+            lf = LigerJSD()
+        else:
+            def lf(lq, lp):
+                q, pp = lq.exp(), lp.exp()
+                m = 0.5 * (q + pp)
+                lm = m.log()
+                return 0.5 * ((pp * (lp - lm)).sum() + (q * (lq - lm)).sum()) / lq.shape[0]
+    else:  # tvd
+        inp = leaf.softmax(-1)
+        tgt = torch.randn(bt, v, device=DEV, dtype=dt, generator=g).softmax(-1)
+        if provider == "liger":
+            from liger_kernel.transformers.tvd import LigerTVDLoss
+            lf = LigerTVDLoss(reduction="batchmean")
+        else:
+            def lf(pp, q):
+                return 0.5 * (pp - q).abs().sum() / pp.shape[0]
+    if provider == "compile":
+        lf = torch.compile(lf)
+    return (lambda: lf(inp, tgt)), [leaf]
+
+
+def time_provider(kernel, dtype, p, pas, provider):
+    fn, gtn = setup(kernel, dtype, p, provider)
+    if pas == "forward":
+        return bench(fn, gtn)
+    if pas == "backward":
+        y = fn()
+        dy = torch.randn_like(y)
+        return bench(lambda: y.backward(dy, retain_graph=True), gtn)
+
+    def full():
+        y = fn()
+        y.backward(torch.randn_like(y), retain_graph=True)
+    if kernel in ("megatron_rms_norm", "megatron_swiglu", "megatron_cross_entropy") and pas == "backward":
+        return bench(full, gtn)
+    return bench(full, gtn)
+
+
+def main():
+    ref = sys.argv[1]
+    no_compile = "--no-compile" in sys.argv
+    only = None
+    if "--only" in sys.argv:
+        only = set(sys.argv[sys.argv.index("--only") + 1].split(","))
+    out_dir = os.environ.get("OUT", "out")
+    os.makedirs(out_dir, exist_ok=True)
+    log = open(os.path.join(out_dir, "families.jsonl"), "a")
+    props = torch.cuda.get_device_properties(0)
+    env = {"impl": "env", "device": torch.cuda.get_device_name(0), "sms": props.multi_processor_count,
+           "torch": torch.__version__, "triton": triton.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    try:
+        env["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                       capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    x = torch.empty(1 << 29, device=DEV)
+    y = torch.empty_like(x)
+    m = bench(lambda: y.copy_(x))[0]
+    env["copyGBps"] = 8 * (1 << 29) / (m * 1e-3) / 1e9
+    del x, y
+    print(json.dumps(env), flush=True)
+    log.write(json.dumps(env) + "\n")
+    rows = []
+    deadline = time.time() + float(os.environ.get("KI_BENCH_SECONDS", "1e9"))
+    for kernel, dtype, p, passes in CASES:
+        if only and kernel not in only:
+            continue
+        if time.time() > deadline:
+            print(json.dumps({"skipped": kernel, "why": "KI_BENCH_SECONDS"}), flush=True)
+            continue
+        for c in passes:
+            pas = PASS[c]
+            row = {"kernel": kernel, "dtype": dtype, "params": p, "pass": pas}
+            r = run_ref(ref, kernel, pas, dtype, p)
+            row["ref"] = r
+            for prov in ["eager", "liger"] + ([] if no_compile else ["compile"]):
+                try:
+                    row[prov] = time_provider(kernel, dtype, p, pas, prov)
+                except Exception as e:  # recorded, not fatal
+                    row[prov] = "error: " + (str(e).splitlines() or [repr(e)])[0][:160]
+                    if os.environ.get("KI_BENCH_TRACE"):
+                        traceback.print_exc()
+                torch.cuda.empty_cache()
+            print(json.dumps(row), flush=True)
+            log.write(json.dumps(row) + "\n")
+            log.flush()
+            rows.append(row)
+    print("\n| family | dtype | shape | pass | reference ms (p20-p80) | floor ms | ref/floor | eager ms | compile ms | Liger ms | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def ms(v):
+        return "%.4g" % v[0] if isinstance(v, (list, tuple)) else ("n/a" if v is None else str(v)[:40])
+    for row in rows:
+        r = row["ref"]
+        shape = ",".join("%s=%s" % kv for kv in row["params"].items())
+        if "error" in r:
+            refc = "error: " + r["error"][:60]
+            fl = rat = chk = "—"
+        else:
+            lat = r["latencyNs"]
+            refc = "%.4g (%.4g-%.4g)" % (lat["median"] / 1e6, lat["p20"] / 1e6, lat["p80"] / 1e6)
+            f = r.get("floor", {})
+            fl = "%.4g" % (f["seconds"] * 1e3) if f else "—"
+            rat = "%.2f" % (1 / f["fractionOfFloor"]) if f else "—"
+            chk = "%s %.1e" % ("ok" if r["correct"] else "FAIL", r["maxRelError"])
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            row["kernel"], row["dtype"], shape, row["pass"], refc, fl, rat,
+            ms(row.get("eager")), ms(row.get("compile")), ms(row.get("liger")), chk))
+
+
+if __name__ == "__main__":
+    main()
