@@ -512,6 +512,23 @@ test('run view: requesting a reference measurement shows its verdict live', ['wa
   await finish(page);
 });
 
+test('run view: the measurement button only where a reference exists', [], async () => {
+  const runs = await allRuns();
+  const none = runs.find((r) => r.metadata.labels && r.metadata.labels.kernel === 'fused_linear_cross_entropy' && r.metadata.labels.metric === 'latency');
+  const some = runs.find((r) => r.metadata.labels && r.metadata.labels.kernel === 'rms_norm' && r.metadata.labels.pass === 'forward' && r.metadata.labels.metric === 'latency');
+  ok(none && some, 'a fused_linear_cross_entropy run and an rms_norm forward run');
+  const card = '.card[data-verdict="verification"]';
+  let page = await open(`/?view=run&name=${encodeURIComponent(none.metadata.name)}`);
+  await ready(page, 'run');
+  eq(await page.$$eval(`${card} button`, (bs) => bs.filter((b) => /reference measurement/.test(b.textContent)).length), 0, 'no button without a reference');
+  ok(await page.$(`${card} [data-reference="none"]`), 'a line says no reference measures it');
+  await finish(page);
+  page = await open(`/?view=run&name=${encodeURIComponent(some.metadata.name)}`);
+  await ready(page, 'run');
+  eq(await page.$$eval(`${card} button`, (bs) => bs.filter((b) => /reference measurement/.test(b.textContent)).length), 1, 'the button where a reference exists');
+  await finish(page);
+});
+
 test('keyboard: Tab reaches the skip link, navigation, filters and runs', [], async () => {
   const page = await open('/');
   await ready(page, 'catalog');
