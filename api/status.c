@@ -164,6 +164,11 @@ api_status_from_rc(api_status *st, int rc, const char *what)
 		api_status_fail(st, 503, "ServiceUnavailable",
 		    "%s: the server is out of memory; retry later", what);
 		break;
+	case KI_EUNAVAIL:
+		api_status_fail(st, 503, "ServiceUnavailable",
+		    "%s: the store is unavailable for now (its cluster has no "
+		    "leader or no member answers); retry later", what);
+		break;
 	case KI_EFULL:
 		api_status_fail(st, 507, "InsufficientStorage",
 		    "%s: the store is full; nothing was written", what);

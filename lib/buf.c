@@ -25,6 +25,7 @@ ki_strerror(int rc)
 	case KI_ECORRUPT: return "stored data is damaged (checksum or "
 	    "structure mismatch)";
 	case KI_ENOSPC: return "no space left on the device";
+	case KI_EUNAVAIL: return "storage engine unavailable for now";
 	default: return "unknown error";
 	}
 }

@@ -22,6 +22,8 @@ enum {
 	KI_EBUSY = -11,    /* another process holds the store */
 	KI_ECORRUPT = -12, /* stored data fails its checksum or structure */
 	KI_ENOSPC = -13,   /* the file system is full (ENOSPC, EDQUOT) */
+	KI_EUNAVAIL = -14, /* the storage engine is unavailable for now (no
+	                    * leader, no member answers): retry later */
 };
 
 /* Returns a static English description of a KI_* code. */

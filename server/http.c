@@ -470,6 +470,8 @@ headers:
 		MHD_add_response_header(mr, "Cache-Control", r->cache_control);
 	if (r->created != NULL)
 		add_location(mr, r);
+	if (r->code == 503)
+		MHD_add_response_header(mr, "Retry-After", "1");
 	if (r->allow != NULL && r->code == 405)
 		MHD_add_response_header(mr, "Allow", r->allow);
 	if (close_after)

@@ -291,6 +291,24 @@ out:
 	return rc;
 }
 
+/* Whether etcd's error message m says it cannot serve for now: an
+ * election (no leader, the leader changed), a request that timed out, a
+ * member not ready or shedding load. */
+static int
+unavailable(const char *m)
+{
+	static const char *const says[] = {
+		"no leader", "leader changed", "timed out", "timeout",
+		"not capable", "too many requests", "unhealthy",
+		"not started", "Unavailable", "stopped",
+	};
+
+	for (size_t i = 0; i < sizeof(says) / sizeof(says[0]); i++)
+		if (strstr(m, says[i]) != NULL)
+			return 1;
+	return 0;
+}
+
 int
 et_post(et_store *e, et_conn *c, const char *path, const char *body,
 	size_t len, json_object **out)
@@ -301,12 +319,14 @@ et_post(et_store *e, et_conn *c, const char *path, const char *body,
 
 	*out = NULL;
 again:
-	if ((rc = conn_headers(e, c)) != KI_OK ||
-	    (rc = post_once(e, c, path, body, len, &status)) != KI_OK)
+	if ((rc = conn_headers(e, c)) != KI_OK)
 		return rc;
+	if ((rc = post_once(e, c, path, body, len, &status)) != KI_OK)
+		return rc == KI_EIO ? KI_EUNAVAIL : rc;
 	o = json_tokener_parse(c->resp.data != NULL ? c->resp.data : "");
 	if (o == NULL)
-		return KI_ESTORE;
+		return status == 502 || status == 503 || status == 504 ?
+		    KI_EUNAVAIL : KI_ESTORE;
 	if (status == 200) {
 		*out = o;
 		return KI_OK;
@@ -329,9 +349,34 @@ again:
 			rc = KI_ELIMIT;
 		else if (strstr(m, "space") != NULL)
 			rc = KI_EFULL;
-	}
+		else if (unavailable(m))
+			rc = KI_EUNAVAIL;
+	} else if (status == 502 || status == 503 || status == 504)
+		rc = KI_EUNAVAIL;
 	json_object_put(o);
 	return rc;
+}
+
+int
+et_post_read(et_store *e, et_conn *c, const char *path, const char *body,
+	size_t len, json_object **out)
+{
+	int rc;
+
+	for (int i = 0;; i++) {
+		rc = et_post(e, c, path, body, len, out);
+		if (rc != KI_EUNAVAIL || i + 1 >= ET_TRIES)
+			break;
+		et_backoff(i);
+	}
+	return rc;
+}
+
+void
+et_backoff(int i)
+{
+	/* 100, 200, 400, 800, 800 ms: about an election's length in all. */
+	usleep((useconds_t)(i < 3 ? 100000 << i : 800000));
 }
 
 static char *

@@ -57,6 +57,8 @@
 #define ET_HDR 96
 #define ET_PAGE 256            /* keys per range request of a scan */
 #define ET_CONNS 8             /* idle connections kept */
+#define ET_TRIES 6             /* tries of a request while etcd is
+                                * unavailable (et_post_read) */
 #define ET_BATCH 100           /* range requests in one prefetching Txn
                                 * (etcd's --max-txn-ops is 128 by default) */
 
@@ -148,11 +150,20 @@ int et_http_open(et_store *e, const store_etcd_options *eo);
 void et_http_close(et_store *e);
 et_conn *et_conn_get(et_store *e);
 void et_conn_put(et_store *e, et_conn *c);
-/* POSTs body (JSON) to path; *out (caller puts with json_object_put) is
- * the answer. KI_EIO when no endpoint answers, KI_EGONE when etcd says the
+/* POSTs body (JSON) to path once; *out (caller puts with
+ * json_object_put) is the answer. KI_EUNAVAIL when no endpoint answers
+ * or etcd cannot serve for now (no leader, leader changed, a timeout:
+ * a write's outcome is then unknown), KI_EGONE when etcd says the
  * revision is compacted, KI_ESTORE for another refusal. */
 int et_post(et_store *e, et_conn *c, const char *path, const char *body,
 	size_t len, json_object **out);
+/* et_post for a request that changes nothing (a range, a read-only Txn):
+ * sent again, after et_backoff(), up to ET_TRIES times in all while the
+ * answer is KI_EUNAVAIL. */
+int et_post_read(et_store *e, et_conn *c, const char *path,
+	const char *body, size_t len, json_object **out);
+/* Sleeps before the (i + 2)th try of a request. */
+void et_backoff(int i);
 /* Appends n bytes as base64 in quotes. */
 int et_b64(ki_buf *b, const void *p, size_t n);
 /* Decodes the base64 string of member name of o into a new allocation

@@ -241,7 +241,8 @@ remote_range(store_txn *t, const char *key, size_t klen, const char *end,
 	*more = 0;
 	ki_buf_init(&b);
 	if ((rc = range_body(&b, t->top, key, klen, end, elen, limit)) == KI_OK)
-		rc = et_post(e, t->top->conn, "/v3/kv/range", b.data, b.len, resp);
+		rc = et_post_read(e, t->top->conn, "/v3/kv/range", b.data,
+		    b.len, resp);
 	ki_buf_free(&b);
 	if (rc != KI_OK)
 		return rc;
@@ -346,7 +347,7 @@ et_prefetch(store_txn *t, const uint64_t *ids, size_t n)
 			continue;
 		}
 		rc = b.oom ? KI_ENOMEM :
-		    et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+		    et_post_read(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
 		ki_buf_free(&b);
 		if (rc == KI_OK && (!json_object_object_get_ex(resp, "responses",
 		    &rs) || json_object_array_length(rs) != m))
@@ -801,6 +802,30 @@ meta_set(store_txn *t, const char *name, uint64_t v)
 	return et_set(t, key, et_key(e, key, 'm', name, strlen(name)), val, 8);
 }
 
+/* m/rv's mod_revision now (0: absent), read with et_post_read. */
+static int
+rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
+	int64_t *mod)
+{
+	json_object *resp = NULL, *kvs;
+	ki_buf b;
+	int rc;
+
+	*mod = 0;
+	ki_buf_init(&b);
+	ki_buf_puts(&b, "{\"key\":");
+	et_b64(&b, key, klen);
+	ki_buf_putc(&b, '}');
+	rc = b.oom ? KI_ENOMEM :
+	    et_post_read(e, c, "/v3/kv/range", b.data, b.len, &resp);
+	ki_buf_free(&b);
+	if (rc == KI_OK && json_object_object_get_ex(resp, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0)
+		*mod = et_int(json_object_array_get_idx(kvs, 0), "mod_revision");
+	json_object_put(resp);
+	return rc;
+}
+
 /* The top-level commit: one Txn (see store/etcd_int.h). Events at or
  * below the new trim point are dropped, not written. */
 static int
@@ -856,6 +881,19 @@ commit_top(store_txn *t)
 		rc = KI_ENOMEM;
 	else
 		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+	/* Unavailable: the Txn may or may not have applied. It is sent
+	 * again only while m/rv's mod_revision shows it did not (then its
+	 * compare still guards the retry); otherwise its outcome stays
+	 * unknown and the caller hears KI_EUNAVAIL. */
+	for (int i = 0; rc == KI_EUNAVAIL && i + 1 < ET_TRIES; i++) {
+		int64_t mod;
+
+		et_backoff(i);
+		if (rv_mod_now(e, w->conn, key, klen, &mod) != KI_OK ||
+		    mod != w->rv_mod)
+			break;
+		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
+	}
 	ki_buf_free(&b);
 	if (rc == KI_OK && (!json_object_object_get_ex(resp, "succeeded", &ok) ||
 	    !json_object_get_boolean(ok)))

@@ -4,8 +4,10 @@
 replicas whose --etcd-endpoints list all three:
   - what is written through one replica is read and watched through the
     other;
-  - with one member killed (SIGKILL, the one the replicas talk to first)
-    the index stays writable, and the member rejoins;
+  - with one member killed (SIGKILL, the one the replicas talk to first,
+    then the leader) the index stays writable, no write is refused with
+    other than 503 (with Retry-After) during the election, and the
+    member rejoins;
   - a replica SIGKILLed while concurrent writers post to it loses nothing
     it acknowledged: every 201/200 in the writers' log is read back through
     the other replica;
@@ -36,6 +38,7 @@ ACKED = {}             # name -> repetitions, every acknowledged create
 _lock = threading.Lock()
 _next = [1000]
 REFUSALS = []          # the first bytes of each 5xx answer
+NO_RETRY_AFTER = []    # 503 answers without a Retry-After header
 
 
 def replica_args():
@@ -76,6 +79,8 @@ def create(d, name, timeout=30):
             ACKED[name] = reps
     elif r.status >= 500:
         REFUSALS.append(r.body[:200])
+        if r.status == 503 and not r.headers.get('Retry-After'):
+            NO_RETRY_AFTER.append(r.body[:200])
     return r.status
 
 
@@ -157,6 +162,15 @@ def member_loss(m, what, tag):
             refused.append(st)
             time.sleep(0.1)
     check(first is not None, 'no write acknowledged with %s down' % what)
+    # An election or a lost member makes the store unavailable for a
+    # moment: 503 (with Retry-After), never an internal error.
+    check(not any(s is not None and s >= 500 and s != 503
+                  for s in refused),
+          'with %s down a write was refused with other than 503: %r '
+          '(the last refusal: %r)'
+          % (what, refused, REFUSALS[-1] if REFUSALS else None))
+    check(not NO_RETRY_AFTER, '503 without Retry-After: %r'
+          % NO_RETRY_AFTER[:1])
     eq(i, 40, 'writes acknowledged with %s down' % what)
     check_acked(b, 'with %s down' % what)
     print('      %s (m%d) killed: first write acknowledged after %.2f s, '
@@ -214,6 +228,27 @@ def a_replica_killed_mid_write_loses_nothing_acknowledged():
           % (counts['ack'], counts['other'], n))
     REPLICAS[0] = kitest.Daemon(args=replica_args()).start()
     check_acked(REPLICAS[0], 'through the restarted replica')
+
+
+@test
+def with_every_member_stopped_a_write_is_answered_503_with_retry_after():
+    a = REPLICAS[1]
+    ETCD.stop_all()
+    t0 = time.time()
+    try:
+        r = a.post(G + '/benchmarkprotocols',
+                   proto('nomember', unique_reps()), timeout=60)
+        took = time.time() - t0
+        eq(r.status, 503, 'a write with no member up: %r' % r.body[:200])
+        check(r.headers.get('Retry-After') == '1',
+              'Retry-After on the 503: %r' % r.headers.get('Retry-After'))
+        print('      every member stopped: a write answered %d after '
+              '%.2f s' % (r.status, took))
+    finally:
+        for i in range(3):
+            ETCD.start(i)
+        ETCD.wait_healthy(60)
+    eq(create(a, 'after-outage'), 201, 'a write once the members are back')
 
 
 @test
