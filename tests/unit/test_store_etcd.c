@@ -313,7 +313,7 @@ test_committer_conflict(void)
 	free(dir);
 }
 
-/* No endpoint that answers: the open fails with KI_EIO, nothing leaks. */
+/* No endpoint that answers: the open fails with KI_EUNAVAIL, nothing leaks. */
 static void
 test_unreachable(void)
 {
@@ -324,7 +324,7 @@ test_unreachable(void)
 	memset(&eo, 0, sizeof(eo));
 	eo.endpoints = "http://127.0.0.1:1,http://127.0.0.1:2";
 	eo.timeout_ms = 500;
-	CU_ASSERT_EQUAL(store_etcd_open(&s, &eo, &o), KI_EIO);
+	CU_ASSERT_EQUAL(store_etcd_open(&s, &eo, &o), KI_EUNAVAIL);
 	CU_ASSERT_PTR_NULL(s);
 	eo.endpoints = ",";
 	CU_ASSERT_EQUAL(store_etcd_open(&s, &eo, &o), KI_EINVAL);
@@ -351,7 +351,7 @@ test_store_etcd_register(void)
 	        test_committer_conflict) == NULL ||
 	    CU_add_test(s, "a following store hears of another's commits",
 	        test_follow) == NULL ||
-	    CU_add_test(s, "no endpoint answers: KI_EIO", test_unreachable) ==
+	    CU_add_test(s, "no endpoint answers: KI_EUNAVAIL (503)", test_unreachable) ==
 	    NULL)
 		return -1;
 	return 0;
