@@ -335,6 +335,20 @@ fam_poison(const struct fam_shape *s, void *const *host, enum api_dtype dt,
 	}
 }
 
+/* A family's passes of a job, for ref_cpu_bench. */
+struct fcpu_job {
+	struct fcpu *c;
+	int fwd, bwd;
+};
+
+static void
+fcpu_pass_job(void *arg)
+{
+	const struct fcpu_job *j = arg;
+
+	fcpu_pass(j->c, j->fwd, j->bwd);
+}
+
 int
 fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	size_t errlen)
@@ -342,13 +356,10 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	struct fam_shape s = job->shape;
 	uint64_t rng = job->seed != 0 ? job->seed :
 	    (uint64_t)(now_ms() * 1e6) ^ 0x5eedull;
-	size_t flush_n = job->flush_bytes < REF_CPU_FLUSH ? job->flush_bytes :
-	    REF_CPU_FLUSH;
-	unsigned char *flush = NULL;
-	double *times = NULL, est, t0, budget_ms;
-	int n_warm, n_rep, i, rc;
+	int rc;
 	int fwd = job->pass != REF_BACKWARD, bwd = job->pass != REF_FORWARD;
 	struct fcpu c;
+	struct fcpu_job cj = { &c, fwd, bwd };
 
 	memset(&c, 0, sizeof(c));
 	memset(r, 0, sizeof(*r));
@@ -362,51 +373,13 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 		snprintf(err, errlen, "cannot allocate the CPU workload");
 		return rc;
 	}
-	flush = malloc(flush_n > 0 ? flush_n : 1);
-	if (flush == NULL) {
-		rc = KI_ENOMEM;
-		snprintf(err, errlen, "cannot allocate the flush buffer");
-		goto out;
-	}
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)
 		fcpu_pass(&c, 1, 0);
-	fcpu_pass(&c, fwd, bwd);
-	t0 = now_ms();
-	for (i = 0; i < 5; i++) {
-		memset(flush, i, flush_n);
-		fcpu_pass(&c, fwd, bwd);
-	}
-	est = (now_ms() - t0) / 5;
-	if (est <= 0)
-		est = 1e-6;
-	n_warm = (int)fmax(1, job->warmup_ms / est);
-	n_rep = (int)fmax(1, job->rep_ms / est);
-	budget_ms = job->max_seconds * 1e3 * 0.5;
-	if ((n_warm + n_rep) * est > budget_ms) {
-		n_warm = (int)fmax(1, budget_ms * 0.2 / est);
-		n_rep = (int)fmax(1, budget_ms * 0.8 / est);
-	}
-	if (n_rep > 100000)
-		n_rep = 100000;
-	times = malloc((size_t)n_rep * sizeof(*times));
-	if (times == NULL) {
-		rc = KI_ENOMEM;
-		snprintf(err, errlen, "cannot allocate timings");
+	rc = ref_cpu_bench(job, fcpu_pass_job, &cj, r, err, errlen);
+	if (rc != KI_OK)
 		goto out;
-	}
-	for (i = 0; i < n_warm; i++)
-		fcpu_pass(&c, fwd, bwd);
-	for (i = 0; i < n_rep; i++) {
-		memset(flush, i, flush_n);
-		t0 = now_ms();
-		fcpu_pass(&c, fwd, bwd);
-		times[i] = (now_ms() - t0) * 1e6;
-	}
-	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
-	r->repetitions = n_rep;
-	r->copy_bw = ref_cpu_copy_rate();
 
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);
@@ -421,8 +394,6 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	if (rc != KI_OK)
 		snprintf(err, errlen, "cannot allocate the check");
 out:
-	free(times);
-	free(flush);
 	fcpu_free(&c);
 	return rc;
 }

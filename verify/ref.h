@@ -71,6 +71,10 @@ struct ref_result {
 /* Measures the host's copy rate (bytes read + written per second) with
  * memcpy over buffers larger than the caches; 0 when it cannot. */
 double ref_cpu_copy_rate(void);
+/* One do_bench timing of pass(arg) on the CPU (ref_cpu.c): fills r's
+ * median/p20/p80, repetitions and copy rate; KI_ENOMEM with err set. */
+int ref_cpu_bench(const struct ref_job *job, void (*pass)(void *), void *arg,
+	struct ref_result *r, char *err, size_t errlen);
 
 /* Parses a request {"workload", "protocol", "backend", "maxSeconds"}
  * (req borrowed) into *job. Returns 0, or KI_EINVAL / KI_ENOTFOUND with a

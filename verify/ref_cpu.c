@@ -472,48 +472,30 @@ cpu_fill(struct cpu *c, uint64_t *rng)
 	ref_fill_indices(c->idx, (size_t)c->bt, c->v, rng);
 }
 
+/* One do_bench timing, the same for every CPU reference: one call, five
+ * timed with the cache flush to estimate, then warm-up and repetitions
+ * sized from the estimate (within half of job->max_seconds), each timed
+ * after a flush. Fills r's median, p20, p80, repetitions and copy rate. */
 int
-ref_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
-	size_t errlen)
+ref_cpu_bench(const struct ref_job *job, void (*pass)(void *), void *arg,
+	struct ref_result *r, char *err, size_t errlen)
 {
-	uint64_t rng = job->seed != 0 ? job->seed :
-	    (uint64_t)(now_ms() * 1e6) ^ 0x5eedull;
 	size_t flush_n = job->flush_bytes < REF_CPU_FLUSH ? job->flush_bytes :
 	    REF_CPU_FLUSH;
-	unsigned char *flush = NULL;
+	unsigned char *flush;
 	double *times = NULL, est, t0, budget_ms;
-	int n_warm, n_rep, i, rc;
-	struct cpu c;
+	int n_warm, n_rep, i, rc = KI_OK;
 
-	memset(r, 0, sizeof(*r));
-	r->backend = "cpu";
-	r->batch = job->batch;
-	r->seq = job->seq;
-	r->hidden = job->hidden;
-	r->vocab = job->vocab;
-	r->clocks_sm_before = r->clocks_mem_before = -1;
-	r->clocks_sm_after = r->clocks_mem_after = -1;
-	scale_shape(r);
-	rc = cpu_alloc(&c, r, job->dtype);
-	if (rc != KI_OK) {
-		snprintf(err, errlen, "cannot allocate the CPU workload");
-		return rc;
-	}
 	flush = malloc(flush_n > 0 ? flush_n : 1);
 	if (flush == NULL) {
-		rc = KI_ENOMEM;
 		snprintf(err, errlen, "cannot allocate the flush buffer");
-		goto out;
+		return KI_ENOMEM;
 	}
-	cpu_fill(&c, &rng);
-
-	/* As do_bench: one call, five timed with the flush to estimate,
-	 * then warm-up and repetitions sized from the estimate. */
-	cpu_pass(&c, job->pass);
+	pass(arg);
 	t0 = now_ms();
 	for (i = 0; i < 5; i++) {
 		memset(flush, i, flush_n);
-		cpu_pass(&c, job->pass);
+		pass(arg);
 	}
 	est = (now_ms() - t0) / 5;
 	if (est <= 0)
@@ -534,16 +516,65 @@ ref_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 		goto out;
 	}
 	for (i = 0; i < n_warm; i++)
-		cpu_pass(&c, job->pass);
+		pass(arg);
 	for (i = 0; i < n_rep; i++) {
 		memset(flush, i, flush_n);
 		t0 = now_ms();
-		cpu_pass(&c, job->pass);
+		pass(arg);
 		times[i] = (now_ms() - t0) * 1e6;
 	}
 	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
 	r->repetitions = n_rep;
 	r->copy_bw = ref_cpu_copy_rate();
+out:
+	free(times);
+	free(flush);
+	return rc;
+}
+
+/* The embedding's pass of a job, for ref_cpu_bench. */
+struct cpu_job {
+	struct cpu *c;
+	enum ref_pass pass;
+};
+
+static void
+cpu_pass_job(void *arg)
+{
+	const struct cpu_job *j = arg;
+
+	cpu_pass(j->c, j->pass);
+}
+
+int
+ref_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
+	size_t errlen)
+{
+	uint64_t rng = job->seed != 0 ? job->seed :
+	    (uint64_t)(now_ms() * 1e6) ^ 0x5eedull;
+	int rc;
+	struct cpu c;
+	struct cpu_job cj = { &c, job->pass };
+
+	memset(r, 0, sizeof(*r));
+	r->backend = "cpu";
+	r->batch = job->batch;
+	r->seq = job->seq;
+	r->hidden = job->hidden;
+	r->vocab = job->vocab;
+	r->clocks_sm_before = r->clocks_mem_before = -1;
+	r->clocks_sm_after = r->clocks_mem_after = -1;
+	scale_shape(r);
+	rc = cpu_alloc(&c, r, job->dtype);
+	if (rc != KI_OK) {
+		snprintf(err, errlen, "cannot allocate the CPU workload");
+		return rc;
+	}
+	cpu_fill(&c, &rng);
+
+	rc = ref_cpu_bench(job, cpu_pass_job, &cj, r, err, errlen);
+	if (rc != KI_OK)
+		goto out;
 
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	cpu_fill(&c, &rng);
@@ -562,8 +593,6 @@ ref_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	}
 	rc = KI_OK;
 out:
-	free(times);
-	free(flush);
 	cpu_free(&c);
 	return rc;
 }
