@@ -20,6 +20,7 @@
 #include "api/version.h"
 #include "lib/log.h"
 #include "server/encode.h"
+#include "server/reqhead.h"
 #include "lib/thread.h"
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -99,6 +100,9 @@ typedef struct req_ctx {
 	int started;               /* the handler's first call is done */
 	int head, get;             /* a HEAD, a GET request */
 	int nul;                   /* the target has an encoded NUL (%00) */
+	const char *uri;           /* the target as received, in the head */
+	size_t uri_len;
+	int target_bad;            /* it holds a space or a control byte */
 	enc_inflater *gunzip;      /* Content-Encoding: gzip, or NULL */
 	int bad_gzip;              /* the gzip body does not inflate */
 	int oom;                   /* inflating ran out of memory */
@@ -558,10 +562,16 @@ uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	ki_buf_init(&rq->body);
 	/* Escaped only for a log that prints it (one line per request at
 	 * info): the loop is a measurable part of a GET's cost. */
-	if (log_get_level() <= LOG_INFO)
-		log_escape(rq->target, sizeof(rq->target), uri);
-	/* Decoded, %00 would cut the path or a query value short. */
-	rq->nul = strstr(uri, "%00") != NULL;
+	if (uri != NULL) {
+		if (log_get_level() <= LOG_INFO)
+			log_escape(rq->target, sizeof(rq->target), uri);
+		/* Decoded, %00 would cut the path or a query value short. */
+		rq->nul = strstr(uri, "%00") != NULL;
+		rq->uri = uri;
+		rq->uri_len = strlen(uri);
+		/* Now: libmicrohttpd decodes the target in place after this. */
+		rq->target_bad = reqhead_target_bad(uri, rq->uri_len);
+	}
 	__atomic_add_fetch(&s->rt->metrics->in_flight, 1, __ATOMIC_RELAXED);
 	return rq;
 }
@@ -657,6 +667,44 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 		framing_cl(f, value, strlen(value));
 	}
 	return MHD_YES;
+}
+
+static enum MHD_Result
+head_field(void *cls, enum MHD_ValueKind kind, const char *key,
+	size_t key_size, const char *value, size_t value_size)
+{
+	(void)kind;
+	reqhead_field(cls, key, key_size, value, value_size);
+	return MHD_YES;
+}
+
+/* Fills r with a 400 when the request head holds what libmicrohttpd did
+ * not hand on (server/reqhead.h) or a target no proxy reads the same way
+ * (a space or a control character in it). Returns 0 when it is sound. */
+static int
+head_check(struct MHD_Connection *c, req_ctx *rq, const char *method,
+	const char *version, api_resp *r)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+	    MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+	const char *bad;
+	reqhead w;
+
+	if (rq->target_bad) {
+		api_resp_fail(r, 400, "BadRequest", NULL, "the request target "
+		    "holds a space, a control character or DEL: percent-encode "
+		    "it");
+		return -1;
+	}
+	if (ci == NULL)
+		return 0;
+	reqhead_begin(&w, method, ci->header_size, rq->uri, rq->uri_len,
+	    version);
+	MHD_get_connection_values_n(c, MHD_HEADER_KIND, head_field, &w);
+	if ((bad = reqhead_end(&w)) == NULL)
+		return 0;
+	api_resp_fail(r, 400, "BadRequest", NULL, "%s", bad);
+	return -1;
 }
 
 /* Fills r with a 400 when the request's framing is ambiguous: read one
@@ -763,7 +811,8 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 	rq->head = strcmp(method, "HEAD") == 0;
 	rq->get = strcmp(method, "GET") == 0;
 	rq->ct = track_of(c);
-	if (framing_check(c, version, &rq->resp) != 0)
+	if (head_check(c, rq, method, version, &rq->resp) != 0 ||
+	    framing_check(c, version, &rq->resp) != 0)
 		return 1;
 	if (rq->nul) {
 		api_resp_fail(&rq->resp, 400, "BadRequest", NULL, "the request "

@@ -1,0 +1,246 @@
+#!/usr/bin/env python3
+"""test_adversary_net — findings of an adversarial pass over the network
+and API side (HTTP framing over raw sockets, query parameters, upload
+wrappers), each checked against the behaviour it names:
+the request head is read as it was sent — a NUL in a header value (which
+libmicrohttpd cut the value short at: "Content-Length: 5<NUL>0" was 5), in
+the method or in the raw target, a control character in a header value, a
+line ended by a bare LF, a header line folded onto the previous one
+(obs-fold, which libmicrohttpd joined to the header's name), and a line
+starting with ':' (which ended libmicrohttpd's header section, the rest
+being read as a second request) are each a 400 Status and the connection
+is closed; a space or a control character in the target is a 400; heads
+that are sound (empty values, tabs, pipelining, HTTP/1.0) still work."""
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kitest  # noqa: E402
+from kitest import G, check, eq, test  # noqa: E402
+
+_daemon = None
+
+
+def daemon():
+    global _daemon
+    if _daemon is None:
+        _daemon = kitest.Daemon(sync=False).start()
+    return _daemon
+
+
+def exchange(d, data, timeout=5.0):
+    """Sends data on a fresh connection and reads until the server closes
+    it or timeout passes. Returns (bytes, closed)."""
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=timeout)
+    out, closed = b'', False
+    deadline = time.time() + timeout
+    try:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        while time.time() < deadline:
+            s.settimeout(max(0.05, deadline - time.time()))
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            except OSError:
+                closed = True
+                break
+            if not b:
+                closed = True
+                break
+            out += b
+    finally:
+        s.close()
+    return out, closed
+
+
+def answers(data):
+    """The answers in data: [(status, headers lower-cased, body)], bodies
+    read by Content-Length."""
+    out = []
+    while data.startswith(b'HTTP/'):
+        head, sep, rest = data.partition(b'\r\n\r\n')
+        if not sep:
+            break
+        lines = head.decode('latin-1').split('\r\n')
+        h = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(':')
+            h[k.strip().lower()] = v.strip()
+        n = int(h.get('content-length', '0'))
+        out.append((int(lines[0].split()[1]), h, rest[:n]))
+        data = rest[n:]
+    return out
+
+
+def refused(d, raw, what):
+    """raw gets exactly one answer, a 400 Status, and the connection is
+    closed: nothing after the head is read as another request."""
+    out, closed = exchange(d, raw)
+    rs = answers(out)
+    eq([s for s, _, _ in rs], [400], '%s: the answers (%r)' % (what, out[:300]))
+    st = json.loads(rs[0][2])
+    eq(st.get('kind'), 'Status', '%s: a Status' % what)
+    eq(st.get('reason'), 'BadRequest', '%s: reason' % what)
+    check(closed, '%s: the connection is closed after the 400' % what)
+    return st
+
+
+def protocol(name, reps):
+    return json.dumps({
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'BenchmarkProtocol',
+        'metadata': {'name': name},
+        'spec': {'measurement': {'timer': 'cuda_events',
+                                 'primaryStatistic': 'median',
+                                 'repetitions': reps}}}).encode()
+
+
+PROTOS = (G + '/benchmarkprotocols').encode()
+
+
+def post_head(extra, body):
+    return (b'POST ' + PROTOS + b' HTTP/1.1\r\nHost: x\r\n'
+            b'Content-Type: application/json\r\n' + extra + b'\r\n' + body)
+
+
+# ---- the request head as it was sent ----
+
+@test
+def nul_in_a_header_value_is_refused():
+    d = daemon()
+    get = b'GET /healthz HTTP/1.1\r\nHost: x\r\n'
+    for what, raw in (
+            ('a NUL inside a value', get + b'X-A: a\x00b\r\n'
+             b'Connection: close\r\n\r\n'),
+            ('a NUL ending a value', get + b'X-A: ab\x00\r\n'
+             b'Connection: close\r\n\r\n'),
+            ('a NUL in the last header', get + b'X-A: a\x00b\r\n\r\n'),
+            ('a NUL in Host', b'GET /healthz HTTP/1.1\r\nHost: x\x00y\r\n'
+             b'Connection: close\r\n\r\n'),
+            ('a NUL in Authorization', get + b'Authorization: Bearer '
+             b'a\x00b\r\nConnection: close\r\n\r\n')):
+        refused(d, raw, what)
+    # libmicrohttpd read "5<NUL>0" as 5: a proxy in front that reads 50
+    # (or refuses) frames the body otherwise.
+    body = protocol('nul-cl', 1)
+    st = refused(d, post_head(b'Content-Length: %d\x000\r\n' % len(body),
+                              body), 'a NUL in Content-Length')
+    check('nul' in st['message'].lower(), 'the message names it: %r' % st)
+    eq(d.get(G + '/benchmarkprotocols/nul-cl').status, 404, 'nothing stored')
+
+
+@test
+def control_characters_in_a_header_value_are_refused():
+    d = daemon()
+    for c in (b'\x01', b'\x1b', b'\x7f', b'\r'):
+        st = refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a' + c +
+                     b'b\r\nConnection: close\r\n\r\n', 'the byte %r' % c)
+        check('control character' in st['message'], 'names it: %r' % st)
+
+
+@test
+def nul_in_the_method_or_the_raw_target_is_refused():
+    d = daemon()
+    refused(d, b'GE\x00T /healthz HTTP/1.1\r\nHost: x\r\n'
+            b'Connection: close\r\n\r\n', 'a NUL in the method')
+    refused(d, b'GET /healthz\x00/x HTTP/1.1\r\nHost: x\r\n'
+            b'Connection: close\r\n\r\n', 'a raw NUL in the path')
+    refused(d, b'GET ' + PROTOS + b'?limit=1\x00x HTTP/1.1\r\nHost: x\r\n'
+            b'Connection: close\r\n\r\n', 'a raw NUL in the query')
+
+
+@test
+def spaces_and_controls_in_the_target_are_refused():
+    d = daemon()
+    for what, target in (('a space', b'/healthz x'),
+                         ('a trailing space', b'/healthz '),
+                         ('a tab', b'/heal\tthz'),
+                         ('a control byte', b'/healthz\x01'),
+                         ('DEL', b'/healthz\x7f')):
+        st = refused(d, b'GET ' + target + b' HTTP/1.1\r\nHost: x\r\n'
+                     b'Connection: close\r\n\r\n', what)
+        check('target' in st['message'], 'names the target: %r' % st)
+
+
+@test
+def folded_header_lines_are_refused():
+    """libmicrohttpd joined an obs-fold continuation to the header's name
+    ("Authorization: Bearer\\r\\n abc" became a header named
+    "Authorizationabc"): RFC 9112 5.2 says reject or unfold."""
+    d = daemon()
+    refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n'
+            b'Connection: close\r\n\r\n', 'a folded X-A')
+    refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer\r\n'
+            b' abc\r\nConnection: close\r\n\r\n', 'a folded Authorization')
+    body = protocol('fold-ct', 2)
+    refused(d, post_head(b'Content-Length: %d\r\nX-B: text/\r\n\tplain\r\n'
+                         % len(body), body), 'a fold with a tab')
+    eq(d.get(G + '/benchmarkprotocols/fold-ct').status, 404, 'nothing stored')
+
+
+@test
+def a_line_starting_with_a_colon_does_not_end_the_head():
+    """libmicrohttpd ended the header section at a line starting with ':'
+    and read what followed as a second request: here the Content-Length
+    after it, and the body, would have been another request."""
+    d = daemon()
+    body = b'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+    refused(d, b'POST ' + PROTOS + b' HTTP/1.1\r\nHost: x\r\n: v\r\n'
+            b'Content-Length: %d\r\n\r\n' % len(body) + body,
+            'a line ": v"')
+    refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\n:\r\n'
+            b'Connection: close\r\n\r\n', 'a line ":"')
+
+
+@test
+def bare_lf_line_ends_are_refused():
+    """A head whose lines end in a bare LF: a proxy that does not take LF
+    alone for a line end reads the next line as part of this one."""
+    d = daemon()
+    refused(d, b'GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n',
+            'every line')
+    refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\nConnection: close\r\n\r\n',
+            'one header')
+    refused(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\n',
+            'the empty line')
+
+
+@test
+def sound_heads_still_work():
+    """What the checks must let through: empty values, tabs and spaces
+    around values, many headers, extra spaces after the method, HTTP/1.0
+    without Host, keep-alive and pipelining, a chunked body."""
+    d = daemon()
+    out, _ = exchange(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\nX-Empty:\r\n'
+                      b'X-Sp:   \r\nX-Tab:\ta\tb\t\r\nX-Trail: v  \r\n' +
+                      b''.join(b'X-%d: %d\r\n' % (i, i) for i in range(50)) +
+                      b'Connection: close\r\n\r\n')
+    eq([s for s, _, _ in answers(out)], [200], 'odd but sound values')
+    out, _ = exchange(d, b'GET  /healthz HTTP/1.1\r\nHost: x\r\n'
+                      b'Connection: close\r\n\r\n')
+    eq([s for s, _, _ in answers(out)], [200], 'two spaces after GET')
+    out, _ = exchange(d, b'GET /healthz HTTP/1.0\r\n\r\n')
+    eq([s for s, _, _ in answers(out)], [200], 'HTTP/1.0 without headers')
+    out, _ = exchange(d, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n' * 2 +
+                      b'GET ' + PROTOS + b'?limit=1 HTTP/1.1\r\nHost: x\r\n'
+                      b'Connection: close\r\n\r\n')
+    eq([s for s, _, _ in answers(out)], [200, 200, 200], 'pipelined')
+    body = protocol('chunked-ok', 3)
+    out, _ = exchange(d, post_head(b'Transfer-Encoding: chunked\r\n'
+                                   b'Connection: close\r\n',
+                                   b'%x\r\n' % len(body) + body +
+                                   b'\r\n0\r\n\r\n'))
+    eq([s for s, _, _ in answers(out)], [201], 'a chunked POST')
+    r = d.get(G + '/benchmarkprotocols?limit=1',
+              headers={'Authorization': '', 'X-Empty': ''})
+    eq(r.status, 200, 'http.client with empty header values')
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())
