@@ -3,6 +3,8 @@
 #define _GNU_SOURCE /* memmem, pthread_rwlockattr_setkind_np, sync_file_range */
 #include "store/lmdb_int.h"
 
+#include <sys/random.h>
+
 /* ---- open, convert, close ---- */
 
 static int
@@ -548,6 +550,147 @@ restore_metas(const char *dir, const wal_head *h)
 	return rc;
 }
 
+/* ---- the store's identity ----
+ *
+ * An 8-byte tag and 16 random bytes at the end of LMDB's first meta page,
+ * which LMDB neither reads nor writes (a commit writes the meta struct at
+ * the page's start; a new file and a compacted copy have zeros there). A
+ * checkpoint's header copies the meta pages whole, so it names the file it
+ * was taken of, and the log is applied to that file only: a redo log
+ * beside another store's data file (files copied between directories)
+ * would otherwise put that store's meta pages into this file and apply its
+ * transactions, serving a mixture of the two and losing acknowledged
+ * writes, with nothing to say so. */
+#define ID_TAG "kistore1"
+#define ID_LEN 24
+
+static int
+id_valid(const uint8_t *id)
+{
+	return memcmp(id, ID_TAG, 8) == 0;
+}
+
+/* The identity as the file holds it now, and the page size. */
+static int
+id_read(MDB_env *env, uint8_t *id, size_t *psize)
+{
+	MDB_stat st;
+	int fd;
+
+	if (mdb_env_stat(env, &st) != 0 || mdb_env_get_fd(env, &fd) != 0 ||
+	    st.ms_psize < 512)
+		return KI_ESTORE;
+	*psize = st.ms_psize;
+	if (pread(fd, id, ID_LEN, (off_t)(st.ms_psize - ID_LEN)) != ID_LEN)
+		return KI_EIO;
+	return KI_OK;
+}
+
+/* Gives a file without an identity one (the owner, before its first
+ * checkpoint), synced. */
+static int
+id_stamp(MDB_env *env)
+{
+	uint8_t id[ID_LEN];
+	size_t psize;
+	int fd, rc;
+
+	if ((rc = id_read(env, id, &psize)) != KI_OK || id_valid(id))
+		return rc;
+	memcpy(id, ID_TAG, 8);
+	if (getrandom(id + 8, ID_LEN - 8, 0) != ID_LEN - 8 ||
+	    mdb_env_get_fd(env, &fd) != 0 ||
+	    pwrite(fd, id, ID_LEN, (off_t)(psize - ID_LEN)) != ID_LEN ||
+	    fdatasync(fd) != 0)
+		return KI_EIO;
+	return KI_OK;
+}
+
+static void
+id_hex(const uint8_t *id, char out[33])
+{
+	int i;
+
+	if (!id_valid(id)) {
+		snprintf(out, 33, "none");
+		return;
+	}
+	for (i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", id[8 + i]);
+}
+
+/* KI_ECORRUPT, logged, when the log's checkpoint names another file than
+ * the one in dir: another store's, or one without an identity that is not
+ * older than the checkpoint (older, it is a backup put back, whose log is
+ * ignored: open_recovering). A log without an identity (written before
+ * identities were) is taken as the file's. */
+static int
+id_check(store *s, const char *dir, const wal_head *h, int older)
+{
+	uint8_t fid[ID_LEN];
+	const uint8_t *hid;
+	char a[33], b[33];
+	size_t psize;
+	int rc;
+
+	if ((rc = id_read(s->env, fid, &psize)) != KI_OK)
+		return rc;
+	if (h->meta_len < psize)
+		return KI_OK;
+	hid = h->metas + psize - ID_LEN;
+	if (!id_valid(hid) || (id_valid(fid) ?
+	    memcmp(hid, fid, ID_LEN) == 0 : older))
+		return KI_OK;
+	id_hex(hid, a);
+	id_hex(fid, b);
+	lm_slog(s, STORE_LOG_ERROR,
+	    "store: the redo log in %s belongs to another store (its "
+	    "checkpoint names store %s, data.mdb is store %s): nothing is "
+	    "applied and the store is not opened; move redo.0, redo.1 and "
+	    "redo.side away to open data.mdb as it is", dir, a, b);
+	return KI_ECORRUPT;
+}
+
+static int
+log_last(void *arg, uint64_t txnid, const uint8_t *data, size_t len)
+{
+	uint64_t *last = arg;
+
+	(void)data;
+	(void)len;
+	if (txnid > *last)
+		*last = txnid;
+	return KI_OK;
+}
+
+/* KI_ECORRUPT, logged, when the file holds commits that the log does not:
+ * every commit after the checkpoint is logged before LMDB commits it (one
+ * too large for the log excepted: it is followed by a checkpoint, and a
+ * crash in between leaves it unlogged and unanswered), so a file whose
+ * last transaction lies past the log's last record + 1 has a log cut
+ * short or with records removed, and applying it would drop acknowledged
+ * writes. A damaged log is left to the replay to report. */
+static int
+log_covers(store *s, const char *dir, const wal_head *h, int file,
+	uint64_t file_last)
+{
+	wal_damage bad;
+	uint64_t last = h->txnid;
+
+	if (wal_each(s->wal, file, h->txnid, h->first, log_last, &last,
+	    &bad) != KI_OK || file_last <= last + 1)
+		return KI_OK;
+	lm_slog(s, STORE_LOG_ERROR,
+	    "store: the redo log of %s ends at transaction %llu, but "
+	    "data.mdb holds transactions up to %llu: records are missing "
+	    "from the log (cut short or removed); nothing is applied and the "
+	    "store is not opened (acknowledged writes would be lost). After "
+	    "a process crash (not a power failure) data.mdb is whole: move "
+	    "redo.0, redo.1 and redo.side away to open it as it is", dir,
+	    (unsigned long long)last, (unsigned long long)file_last);
+	return KI_ECORRUPT;
+}
+
 /* Opens the LMDB file, recovering through the log when the last owner did
  * not close it: the file goes back to the checkpoint, then the logged
  * transactions are applied again. *replay gets the checkpoint's txnid to
@@ -557,7 +700,7 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 	int *replay, int *file)
 {
 	MDB_envinfo info;
-	int rc;
+	int rc, older;
 
 	*replay = 0;
 	if ((rc = env_open(s, dir, map_size)) != 0)
@@ -568,12 +711,18 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 	if (rc == KI_OK)
 		s->head_seq = h->seq;
 	if (rc == KI_ENOTFOUND || (rc == KI_OK && h->clean))
-		return 0;
+		return id_stamp(s->env);
 	if (rc != KI_OK)
 		return rc;
 	if ((rc = mdb_env_info(s->env, &info)) != 0)
 		return rc;
-	if ((uint64_t)info.me_last_txnid < h->txnid) {
+	older = (uint64_t)info.me_last_txnid < h->txnid;
+	if ((rc = id_check(s, dir, h, older)) != KI_OK)
+		return rc;
+	if (!older && (rc = log_covers(s, dir, h, *file,
+	    (uint64_t)info.me_last_txnid)) != KI_OK)
+		return rc;
+	if (older) {
 		/* The file is older than the log's checkpoint: it was put
 		 * there from a backup. The log belongs to the file it
 		 * replaced. */
@@ -582,7 +731,7 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 		    "(transaction %llu < %llu): the log is not applied", dir,
 		    (unsigned long long)info.me_last_txnid,
 		    (unsigned long long)h->txnid);
-		return 0;
+		return id_stamp(s->env);
 	}
 	mdb_env_close(s->env);
 	s->env = NULL;
@@ -590,7 +739,7 @@ open_recovering(store *s, const char *dir, uint64_t map_size, wal_head *h,
 	    (rc = env_open(s, dir, map_size)) != 0)
 		return rc;
 	*replay = 1;
-	return 0;
+	return id_stamp(s->env);
 }
 
 /* Stops the checkpoint thread (after the checkpoint in flight) and frees

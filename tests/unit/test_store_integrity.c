@@ -292,6 +292,131 @@ test_log_flips(void)
 	free(work);
 }
 
+/* A checksum of a file's bytes (FNV-1a), 0 when it cannot be read. */
+static uint64_t
+file_sum(const char *dir, const char *name)
+{
+	char path[512];
+	uint8_t buf[65536];
+	uint64_t h = 14695981039346656037u;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < n; i++)
+			h = (h ^ buf[i]) * 1099511628211u;
+	close(fd);
+	return h;
+}
+
+static int
+cut(const char *dir, const char *name, uint64_t size)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return truncate(path, (off_t)size);
+}
+
+/* The log cut short (truncated at or inside a record) after a crash that
+ * left the data file holding every commit: with two records or more gone
+ * the open is refused, data.mdb untouched (acknowledged writes are in it,
+ * not in the log); the last record alone gone is a write a crash cut
+ * short, and the others are applied. */
+static void
+test_log_cut_short(void)
+{
+	enum { N = 6 };
+	char *pristine = tests_tmpdir(), *work = tests_tmpdir();
+	const char *log;
+	lrecs r;
+	uint64_t n, before;
+	int prefix;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pristine);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+	log = crashed_store(pristine, N);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+	log_records(pristine, log, &r);
+	CU_ASSERT_EQUAL_FATAL(r.n, N);
+	for (size_t k = 0; k < N; k++) {
+		for (int inside = 0; inside < 2; inside++) {
+			int rc;
+
+			CU_ASSERT_EQUAL_FATAL(copy_store(pristine, work), 0);
+			CU_ASSERT_EQUAL_FATAL(cut(work, log, r.at[k] +
+			    (inside ? 30 : 0)), 0);
+			before = file_sum(work, "data.mdb");
+			rc = open_count(work, &n, &prefix);
+			if (k < N - 1) {
+				CU_ASSERT_EQUAL(rc, KI_ECORRUPT);
+				CU_ASSERT_EQUAL(file_sum(work, "data.mdb"),
+				    before);
+				if (rc != KI_ECORRUPT)
+					fprintf(stderr, "\nlog cut at record %zu"
+					    "%s: %d, %llu objects\n", k,
+					    inside ? " (inside)" : "", rc,
+					    (unsigned long long)n);
+			} else {
+				CU_ASSERT_EQUAL(rc, KI_OK);
+				CU_ASSERT_EQUAL(n, N - 1);
+				CU_ASSERT(prefix);
+			}
+		}
+	}
+	/* Refused, the log moved away: the data file as it is. */
+	CU_ASSERT_EQUAL_FATAL(copy_store(pristine, work), 0);
+	CU_ASSERT_EQUAL_FATAL(cut(work, log, r.at[1]), 0);
+	CU_ASSERT_EQUAL(open_count(work, &n, &prefix), KI_ECORRUPT);
+	CU_ASSERT_EQUAL(cut(work, "redo.0", 0), 0);
+	CU_ASSERT_EQUAL(cut(work, "redo.1", 0), 0);
+	CU_ASSERT_EQUAL(open_count(work, &n, &prefix), KI_OK);
+	CU_ASSERT_EQUAL(n, N);
+	CU_ASSERT(prefix);
+	tests_rmdir(pristine);
+	tests_rmdir(work);
+	free(pristine);
+	free(work);
+}
+
+/* Another store's redo log beside a data file (files copied between
+ * directories): the open is refused and the data file left as it was,
+ * not given the other store's meta pages and transactions; without the
+ * foreign log it opens with its own objects. */
+static void
+test_log_of_another_store(void)
+{
+	char *a = tests_tmpdir(), *b = tests_tmpdir();
+	char from[512], to[512];
+	uint64_t n, before;
+	int prefix;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(crashed_store(a, 5));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(crashed_store(b, 3));
+	for (size_t i = 1; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(from, sizeof(from), "%s/%s", a, files[i]);
+		snprintf(to, sizeof(to), "%s/%s", b, files[i]);
+		CU_ASSERT_EQUAL_FATAL(copy_file(from, to), 0);
+	}
+	before = file_sum(b, "data.mdb");
+	CU_ASSERT_EQUAL(open_count(b, &n, &prefix), KI_ECORRUPT);
+	CU_ASSERT_EQUAL(file_sum(b, "data.mdb"), before);
+	for (size_t i = 1; i < sizeof(files) / sizeof(files[0]); i++)
+		(void)cut(b, files[i], 0);
+	CU_ASSERT_EQUAL(open_count(b, &n, &prefix), KI_OK);
+	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT(prefix);
+	tests_rmdir(a);
+	tests_rmdir(b);
+	free(a);
+	free(b);
+}
+
 typedef struct wl_n {
 	uint64_t txnid[16];
 	size_t n;
@@ -684,6 +809,10 @@ test_store_integrity_register(void)
 	    "the last", test_log_flips) == NULL ||
 	    CU_add_test(s, "a record missing between the log's two files is "
 	    "refused", test_log_gap_across_files) == NULL ||
+	    CU_add_test(s, "a log cut short is refused, not applied without "
+	    "its lost records", test_log_cut_short) == NULL ||
+	    CU_add_test(s, "another store's redo log is refused",
+	    test_log_of_another_store) == NULL ||
 	    CU_add_test(s, "a full disk fails a write with KI_ENOSPC, reads go "
 	    "on", test_disk_full) == NULL ||
 	    CU_add_test(s, "a damaged record is refused, never served, and "
