@@ -51,6 +51,8 @@ typedef struct store_ops {
 	int (*verify)(store *s, int repair, store_check_fn check,
 		store_problem_fn problem, void *arg, store_verify_stats *out);
 	int (*idle)(store *s);
+	/* store_sync (NULL: reads never lag). */
+	int (*sync)(store *s, uint64_t rv, long timeout_ms);
 	/* Hands one formatted line to the store's log hook, if any. */
 	void (*logline)(const store *s, int level, const char *line);
 } store_ops;

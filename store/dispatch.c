@@ -208,6 +208,14 @@ store_verify(store *s, int repair, store_check_fn check,
 }
 
 int
+store_sync(store *s, uint64_t rv, long timeout_ms)
+{
+	if (ops_of(s)->sync == NULL)
+		return KI_OK;
+	return ops_of(s)->sync(s, rv, timeout_ms);
+}
+
+int
 store_idle(store *s)
 {
 	return ops_of(s)->idle(s);
