@@ -347,8 +347,8 @@ again:
 		} else if (strstr(m, "too large") != NULL ||
 		    strstr(m, "too many operations") != NULL)
 			rc = KI_ELIMIT;
-		else if (strstr(m, "space") != NULL)
-			rc = KI_EFULL;
+		else if (strstr(m, "space exceeded") != NULL)
+			rc = et_quota_refused(e, m);
 		else if (unavailable(m))
 			rc = KI_EUNAVAIL;
 	} else if (status == 502 || status == 503 || status == 504)

@@ -91,6 +91,8 @@ typedef struct et_store {
 	store_facets_fn facets;
 	store_log_fn log;
 	void *log_arg;
+	int quota_hit;          /* etcd refused a write for its space quota
+	                         * (store/etcd_quota.c; atomic) */
 } et_store;
 
 /* One buffered write. */
@@ -164,6 +166,15 @@ int et_post_read(et_store *e, et_conn *c, const char *path,
 	const char *body, size_t len, json_object **out);
 /* Sleeps before the (i + 2)th try of a request. */
 void et_backoff(int i);
+
+/* etcd's space quota (etcd_quota.c). et_quota_refused: etcd refused a
+ * write with msg ("etcdserver: mvcc: database space exceeded", borrowed):
+ * reports it through the store's log hook at error level the first time
+ * only, and returns KI_EQUOTA. et_quota_wrote: a write committed; if the
+ * quota had been reached, reports that writes resume and re-arms the
+ * report. Both are safe from any thread. */
+int et_quota_refused(et_store *e, const char *msg);
+void et_quota_wrote(et_store *e);
 /* Appends n bytes as base64 in quotes. */
 int et_b64(ki_buf *b, const void *p, size_t n);
 /* Decodes the base64 string of member name of o into a new allocation

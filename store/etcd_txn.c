@@ -898,6 +898,8 @@ commit_top(store_txn *t)
 	if (rc == KI_OK && (!json_object_object_get_ex(resp, "succeeded", &ok) ||
 	    !json_object_get_boolean(ok)))
 		rc = KI_ECONFLICT;
+	if (rc == KI_OK)
+		et_quota_wrote(e);
 	json_object_put(resp);
 	return rc;
 }
