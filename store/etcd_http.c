@@ -67,6 +67,17 @@ et_unb64(json_object *o, const char *name, char **out, size_t *len)
 	p[got] = '\0';
 	*out = p;
 	*len = (size_t)got;
+	/* A value may be stored compressed (etcd_codec.c). */
+	if (strcmp(name, "value") == 0) {
+		int rc = et_codec_get(out, len);
+
+		if (rc != KI_OK) {
+			free(*out);
+			*out = NULL;
+			*len = 0;
+		}
+		return rc;
+	}
 	return KI_OK;
 }
 

@@ -180,6 +180,16 @@ int et_b64(ki_buf *b, const void *p, size_t n);
 /* Decodes the base64 string of member name of o into a new allocation
  * (caller frees; NULL and 0 when absent). */
 int et_unb64(json_object *o, const char *name, char **out, size_t *len);
+
+/* Stored values (etcd_codec.c). et_codec_put appends the base64 of val
+ * as it is stored: zlib-compressed behind a marker when that pays, else
+ * as it is. et_codec_get: when *val (a value read from etcd, len bytes,
+ * caller-owned) is compressed, replaces it with the value it holds (the
+ * old allocation freed, the new one the caller's, NUL-terminated); other
+ * values are left as they are. KI_ECORRUPT when a compressed value does
+ * not inflate to its length. */
+int et_codec_put(ki_buf *b, const char *val, size_t vlen);
+int et_codec_get(char **val, size_t *len);
 int64_t et_int(json_object *o, const char *name);
 /* Streams /v3/maintenance/snapshot to fd. */
 int et_snapshot(et_store *e, int fd);

@@ -787,7 +787,10 @@ commit_op(ki_buf *b, const et_ent *x, int *first)
 	ki_buf_puts(b, "{\"request_put\":{\"key\":");
 	et_b64(b, x->key, x->klen);
 	ki_buf_puts(b, ",\"value\":");
-	et_b64(b, x->val, x->vlen);
+	/* Compressed when it pays (etcd_codec.c); an allocation that fails
+	 * shows in b->oom. */
+	if (et_codec_put(b, x->val, x->vlen) == KI_ENOMEM)
+		b->oom = 1;
 	ki_buf_puts(b, "}}");
 }
 

@@ -59,8 +59,8 @@ def bundles(n, tag):
 
 def fill(tag):
     """Uploads bundles 100 at a time until a write is refused: that
-    answer. Fails when 4,000 bundles fit."""
-    for _ in range(40):
+    answer. Fails when 8,000 bundles fit."""
+    for _ in range(80):
         r = DAEMON.post(G + '/benchmarkruns', bundles(100, tag),
                         content_type='application/x-ndjson', timeout=120)
         if r.status != 201 and r.status != 200:
