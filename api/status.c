@@ -180,6 +180,18 @@ api_status_from_rc(api_status *st, int rc, const char *what)
 		    "is damaged (it fails its checksum or its digest) and is "
 		    "not served; check the store with kernelindexd fsck", what);
 		break;
+	case KI_EQUOTA:
+		/* Logged once by the store (store/etcd_quota.c). */
+		api_status_fail(st, 507, "InsufficientStorage",
+		    "%s: etcd's space quota (--quota-backend-bytes) is "
+		    "exhausted: etcd raised its NOSPACE alarm and refuses every "
+		    "write until an operator frees space; nothing was written, "
+		    "reads are still served. The operator compacts the "
+		    "revision history (etcdctl compact REVISION), defragments "
+		    "each member (etcdctl defrag), then disarms the alarm "
+		    "(etcdctl alarm disarm); or raises --quota-backend-bytes "
+		    "on every member and disarms the alarm", what);
+		break;
 	case KI_ENOSPC:
 		api_status_fail(st, 507, "InsufficientStorage",
 		    "%s: the disk holding the store is full; nothing was "

@@ -26,6 +26,7 @@ ki_strerror(int rc)
 	    "structure mismatch)";
 	case KI_ENOSPC: return "no space left on the device";
 	case KI_EUNAVAIL: return "storage engine unavailable for now";
+	case KI_EQUOTA: return "the storage engine's space quota is exhausted";
 	default: return "unknown error";
 	}
 }

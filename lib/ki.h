@@ -24,6 +24,9 @@ enum {
 	KI_ENOSPC = -13,   /* the file system is full (ENOSPC, EDQUOT) */
 	KI_EUNAVAIL = -14, /* the storage engine is unavailable for now (no
 	                    * leader, no member answers): retry later */
+	KI_EQUOTA = -15,   /* the storage engine's space quota is used up
+	                    * (etcd's NOSPACE alarm): writes are refused
+	                    * until an operator frees space */
 };
 
 /* Returns a static English description of a KI_* code. */

@@ -111,9 +111,11 @@ again:
 			goto again;
 		}
 	}
-	if (rc != KI_OK)
+	if (rc != KI_OK && rc != KI_EQUOTA)
 		/* Every request of the batch is answered with it; the reason
-		 * (a full disk, a damaged store) is the operator's to see. */
+		 * (a full disk, a damaged store) is the operator's to see. An
+		 * exhausted space quota is reported once, by the store, until
+		 * writes resume (store/etcd_quota.c). */
 		store_log(c->s, STORE_LOG_ERROR, "commit: a batch of %zu "
 		    "write(s) failed: %s", njobs, ki_strerror(rc));
 	if (rc == KI_OK && wrote && c->committed != NULL)

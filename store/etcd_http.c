@@ -68,6 +68,17 @@ et_unb64(json_object *o, const char *name, char **out, size_t *len)
 	p[got] = '\0';
 	*out = p;
 	*len = (size_t)got;
+	/* A value may be stored compressed (etcd_codec.c). */
+	if (strcmp(name, "value") == 0) {
+		int rc = et_codec_get(out, len);
+
+		if (rc != KI_OK) {
+			free(*out);
+			*out = NULL;
+			*len = 0;
+		}
+		return rc;
+	}
 	return KI_OK;
 }
 
@@ -352,8 +363,8 @@ again:
 		} else if (strstr(m, "too large") != NULL ||
 		    strstr(m, "too many operations") != NULL)
 			rc = KI_ELIMIT;
-		else if (strstr(m, "space") != NULL)
-			rc = KI_EFULL;
+		else if (strstr(m, "space exceeded") != NULL)
+			rc = et_quota_refused(e, m);
 		else if (unavailable(m))
 			rc = KI_EUNAVAIL;
 	} else if (status == 502 || status == 503 || status == 504)

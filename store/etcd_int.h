@@ -97,6 +97,8 @@ typedef struct et_store {
 	store_facets_fn facets;
 	store_log_fn log;
 	void *log_arg;
+	int quota_hit;          /* etcd refused a write for its space quota
+	                         * (store/etcd_quota.c; atomic) */
 } et_store;
 
 /* One buffered write. */
@@ -178,11 +180,30 @@ int et_post_read(et_store *e, et_conn *c, const char *path,
 	const char *body, size_t len, json_object **out);
 /* Sleeps before the (i + 2)th try of a request. */
 void et_backoff(int i);
+
+/* etcd's space quota (etcd_quota.c). et_quota_refused: etcd refused a
+ * write with msg ("etcdserver: mvcc: database space exceeded", borrowed):
+ * reports it through the store's log hook at error level the first time
+ * only, and returns KI_EQUOTA. et_quota_wrote: a write committed; if the
+ * quota had been reached, reports that writes resume and re-arms the
+ * report. Both are safe from any thread. */
+int et_quota_refused(et_store *e, const char *msg);
+void et_quota_wrote(et_store *e);
 /* Appends n bytes as base64 in quotes. */
 int et_b64(ki_buf *b, const void *p, size_t n);
 /* Decodes the base64 string of member name of o into a new allocation
  * (caller frees; NULL and 0 when absent). */
 int et_unb64(json_object *o, const char *name, char **out, size_t *len);
+
+/* Stored values (etcd_codec.c). et_codec_put appends the base64 of val
+ * as it is stored: zlib-compressed behind a marker when that pays, else
+ * as it is. et_codec_get: when *val (a value read from etcd, len bytes,
+ * caller-owned) is compressed, replaces it with the value it holds (the
+ * old allocation freed, the new one the caller's, NUL-terminated); other
+ * values are left as they are. KI_ECORRUPT when a compressed value does
+ * not inflate to its length. */
+int et_codec_put(ki_buf *b, const char *val, size_t vlen);
+int et_codec_get(char **val, size_t *len);
 int64_t et_int(json_object *o, const char *name);
 /* Streams /v3/maintenance/snapshot to fd. */
 int et_snapshot(et_store *e, int fd);

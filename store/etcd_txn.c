@@ -1042,7 +1042,10 @@ commit_op(ki_buf *b, const et_ent *x, int *first)
 	ki_buf_puts(b, "{\"request_put\":{\"key\":");
 	et_b64(b, x->key, x->klen);
 	ki_buf_puts(b, ",\"value\":");
-	et_b64(b, x->val, x->vlen);
+	/* Compressed when it pays (etcd_codec.c); an allocation that fails
+	 * shows in b->oom. */
+	if (et_codec_put(b, x->val, x->vlen) == KI_ENOMEM)
+		b->oom = 1;
 	ki_buf_puts(b, "}}");
 }
 
@@ -1180,6 +1183,8 @@ commit_top(store_txn *t)
 	else if (rc == KI_ECONFLICT)
 		/* Another daemon's commit: a rerun must read it. */
 		(void)et_wc_wait(e, conflict_rev(resp), ET_WAIT_MS);
+	if (rc == KI_OK)
+		et_quota_wrote(e);
 	json_object_put(resp);
 	return rc;
 }

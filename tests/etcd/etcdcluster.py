@@ -34,9 +34,11 @@ def _ports(n):
 
 class Cluster:
     """n etcd members on loopback, with the limits the store needs (one
-    write transaction is one Txn: --max-txn-ops, --max-request-bytes)."""
+    write transaction is one Txn: --max-txn-ops, --max-request-bytes) and
+    a space quota of quota bytes (--quota-backend-bytes; etcd's own
+    default is 2 GiB)."""
 
-    def __init__(self, n=1):
+    def __init__(self, n=1, quota=8589934592):
         self.dir = tempfile.mkdtemp(prefix='ki-etcd-cluster-')
         ports = _ports(2 * n)
         self.names = ['m%d' % i for i in range(n)]
@@ -46,6 +48,7 @@ class Cluster:
                                 for nm, p in zip(self.names, self.peer))
         self.procs = [None] * n
         self.started = [False] * n
+        self.quota = quota
 
     def endpoints(self):
         return ','.join(self.client)
@@ -65,7 +68,7 @@ class Cluster:
                '--initial-cluster-token', os.path.basename(self.dir),
                '--max-txn-ops', '1000000',
                '--max-request-bytes', '67108864',
-               '--quota-backend-bytes', '8589934592',
+               '--quota-backend-bytes', str(self.quota),
                '--log-level', 'error']
         self.procs[i] = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log)
@@ -121,6 +124,39 @@ class Cluster:
             ids[st['header']['member_id']] = i
             lead = st.get('leader', lead)
         return ids.get(lead)
+
+    def call(self, path, body=None, i=0, timeout=60):
+        """POSTs body (a dict) to member i's JSON gateway (/v3/...):
+        etcd's answer, parsed."""
+        req = urllib.request.Request(
+            self.client[i] + path, data=json.dumps(body or {}).encode(),
+            headers={'Content-Type': 'application/json'})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.loads(r.read())
+
+    def db_size(self, i=0):
+        """Member i's database size (dbSize of its status), in bytes."""
+        return int(self.call('/v3/maintenance/status', i=i)['dbSize'])
+
+    def alarms(self):
+        """The alarms raised now: [(member id, alarm name)]."""
+        got = self.call('/v3/maintenance/alarm', {'action': 'GET'})
+        return [(a.get('memberID'), a.get('alarm', 'NONE'))
+                for a in got.get('alarms', [])]
+
+    def free_space(self):
+        """What an operator does once the quota is reached (etcd's
+        "space quota" guide): compact every revision but the newest,
+        defragment each member, then disarm the alarms."""
+        rev = self.call('/v3/kv/range', {'key': 'AA=='})['header']['revision']
+        self.call('/v3/kv/compaction', {'revision': rev, 'physical': True})
+        for i in range(len(self.names)):
+            if self.procs[i] is not None:
+                self.call('/v3/maintenance/defragment', i=i, timeout=300)
+        for mid, name in self.alarms():
+            self.call('/v3/maintenance/alarm',
+                      {'action': 'DEACTIVATE', 'memberID': mid,
+                       'alarm': name})
 
     def log(self, i):
         try:
