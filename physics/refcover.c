@@ -31,6 +31,11 @@ static const struct ref_cover table[] = {
 	{ "tvd", FWD_FULL, LOSS_BWD },
 	{ "rope", ALL, NULL },
 	{ "llama4_rope", ALL, NULL },
+	/* attention and mixture-of-experts (verify/fam_attn.c, fam_moe.c) */
+	{ "multi_token_attention", ALL, NULL },
+	{ "sparse_multi_token_attention", ALL, NULL },
+	{ "fused_neighborhood_attention", ALL, NULL },
+	{ "fused_moe", ALL, NULL },
 };
 
 unsigned

@@ -299,7 +299,8 @@ fam_fit(const struct family *f, struct fam_shape *s, double max_elems)
 	int scaled = 0;
 
 	f->layout(s);
-	while (total_elems(s) > max_elems) {
+	while (total_elems(s) > max_elems ||
+	    fam_flops(f, s) > REF_CPU_MAX_FLOPS) {
 		if (f->shrink != NULL ? !f->shrink(s) : s->rows <= 1)
 			break;
 		if (f->shrink == NULL)

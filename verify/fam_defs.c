@@ -634,5 +634,7 @@ fam_find(const char *kernel)
 	    i < sizeof(families) / sizeof(families[0]); i++)
 		if (strcmp(families[i].name, kernel) == 0)
 			return &families[i];
-	return NULL;
+	if (fam_attn_find(kernel) != NULL)
+		return fam_attn_find(kernel);
+	return fam_moe_find(kernel);
 }

@@ -50,6 +50,8 @@ struct fam_shape {
 	int64_t n;               /* the main row length */
 	int64_t a, b, c;         /* family-specific (heads, T, groups…) */
 	double eps, scale;       /* norm epsilon; loss scale (1/rows or 1) */
+	int64_t dim[2];          /* more family-specific sizes (attention's
+	                          * kernel and dilation or groups, MoE's) */
 	int nslots;
 	struct fam_slot slot[FAM_MAX_SLOTS];
 };
@@ -89,6 +91,28 @@ struct family {
 
 /* The family named kernel, or NULL. */
 const struct family *fam_find(const char *kernel);
+
+/* The attention families (verify/fam_attn.c: multi_token_attention,
+ * sparse_multi_token_attention, fused_neighborhood_attention) and
+ * mixture-of-experts (verify/fam_moe.c: fused_moe), or NULL; fam_find
+ * asks them after its own table. */
+const struct family *fam_attn_find(const char *kernel);
+const struct family *fam_moe_find(const char *kernel);
+
+/* The matrix FLOPs of the full pass (forward + backward) of shape s of
+ * family f where the family is bound by them (attention, MoE), else 0:
+ * fam_fit also halves a shape while they exceed REF_CPU_MAX_FLOPS.
+ * fam_moe_flops answers for fused_moe alone. */
+double fam_flops(const struct family *f, const struct fam_shape *s);
+double fam_moe_flops(const struct family *f, const struct fam_shape *s);
+
+/* The first of names (NULL-terminated) in p as a positive integer: 1,
+ * 0 when absent, -1 when present but not one (fam_attn.c). */
+int fam_x_dim(struct json_object *p, const char *const *names, int64_t *v);
+/* The same, dflt when absent (dflt 0: required); -1 with err naming
+ * names[0] when missing or not a positive integer. */
+int fam_x_get(struct json_object *p, const char *const *names, int64_t dflt,
+	int64_t *v, char *err, size_t errlen);
 
 /* Elements of slot i in all (rows × len for row slots). */
 int64_t fam_slot_elems(const struct fam_shape *s, int i);

@@ -22,6 +22,7 @@ enum ref_backend { REF_AUTO, REF_CPU, REF_CUDA };
 /* Limits on what a request may ask for. */
 #define REF_MAX_REQUEST (1u << 20)       /* bytes of JSON on stdin */
 #define REF_CPU_MAX_ELEMS (1u << 22)     /* weight + activations, CPU */
+#define REF_CPU_MAX_FLOPS 2e8            /* a full pass's matrix FLOPs, CPU */
 #define REF_SAMPLE_ROWS 256              /* rows compared with float64 */
 #define REF_DEFAULT_WARMUP_MS 25.0       /* triton.testing.do_bench */
 #define REF_DEFAULT_REP_MS 100.0
@@ -157,7 +158,8 @@ int ref_cuda_run(const struct ref_job *job, struct ref_result *r,
 /* ---- the row-wise families (verify/fam_cpu.c, verify/fam_cuda.cu) ---- */
 
 /* Lays the shape out and halves it until its tensors hold at most
- * max_elems elements; returns 1 when it was reduced. */
+ * max_elems elements (and its full pass at most REF_CPU_MAX_FLOPS where
+ * the family counts them); returns 1 when it was reduced. */
 int fam_fit(const struct family *f, struct fam_shape *s, double max_elems);
 
 /* Writes the NaN poison over the outputs of the forward (fwd) and the

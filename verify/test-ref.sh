@@ -52,7 +52,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 	expect "cuda does not fit" 5 'device memory' "$out" $rc
 fi
 
-out=$(echo '{"workload":{"kernel":"fused_moe","pass":"forward","parameters":{}}}' | "$REF"); rc=$?
+out=$(echo '{"workload":{"kernel":"no_such_kernel","pass":"forward","parameters":{}}}' | "$REF"); rc=$?
 expect "unknown kernel" 3 'no reference implementation' "$out" $rc
 out=$(echo '{"workload":{"kernel":"cross_entropy","pass":"backward","parameters":{"tokens":4,"vocab":8}}}' | "$REF"); rc=$?
 expect "a loss's backward" 3 'computed in its forward' "$out" $rc
@@ -87,7 +87,11 @@ kl_div {"batch":2,"seq":16,"vocab":5000}
 jsd {"batch":2,"seq":16,"vocab":5000}
 tvd {"batch":2,"seq":16,"vocab":5000}
 rope {"seq":64,"hidden":512,"q_heads":8,"kv_heads":2}
-llama4_rope {"seq":64,"hidden":512,"q_heads":8,"kv_heads":2}'
+llama4_rope {"seq":64,"hidden":512,"q_heads":8,"kv_heads":2}
+multi_token_attention {"batch":2,"in_channels":4,"out_channels":6,"seq":40,"kernel_size":3,"groups":2,"bias":true}
+sparse_multi_token_attention {"batch":2,"in_channels":4,"out_channels":4,"seq":48,"kernel_size":5}
+fused_neighborhood_attention {"batch":2,"seq":37,"hidden":96,"heads":4,"kernel_size":7,"dilation":2}
+fused_moe {"tokens":50,"experts":12,"hidden":80,"intermediate":48,"topk":3}'
 backends=cpu
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     backends="cpu cuda"
@@ -107,6 +111,33 @@ for b in $backends; do
 $FAMS
 FAMILIES
 done
+# Attention and MoE: the check catches a wrong or unwritten output there
+# too; the data's shapes are reduced to the CPU's element and FLOP
+# budgets (and say so); shapes Liger's modules refuse are refused.
+out=$(fam fused_moe full bfloat16 cpu '{"tokens":40,"experts":8,"hidden":64,"intermediate":32,"topk":2}' |
+    KIREF_FAULT=1 "$REF"); rc=$?
+expect "moe: an unwritten output is caught" 0 '"correct":false' "$out" $rc
+out=$(fam fused_neighborhood_attention backward float32 cpu '{"batch":2,"seq":20,"hidden":32,"heads":2}' |
+    KIREF_FAULT=2 "$REF"); rc=$?
+expect "neighborhood attention: 3% off is caught" 0 '"correct":false' "$out" $rc
+out=$(fam sparse_multi_token_attention forward float32 cpu '{"batch":2,"in_channels":4,"seq":24,"kernel_size":3}' |
+    KIREF_FAULT=2 "$REF"); rc=$?
+expect "sparse mta: 3% off is caught" 0 '"correct":false' "$out" $rc
+out=$(fam fused_neighborhood_attention full float32 cpu '{"batch_size":2,"seq":4096,"hidden_size":1024,"num_heads":16,"kernel_size":9,"dilation":1,"bias":true}' | "$REF"); rc=$?
+expect "neighborhood attention at the data's shape" 0 '"correct":true,"scaled":true' "$out" $rc
+out=$(fam fused_moe full bfloat16 cpu '{"tokens":32768,"experts":128,"hidden":2048,"intermediate":768,"topk":8}' | "$REF"); rc=$?
+expect "moe at the data's shape" 0 '"correct":true,"scaled":true' "$out" $rc
+out=$(fam multi_token_attention forward bfloat16 cpu '{"batch":2,"in_channels":4,"seq":1024,"kernel_size":3,"bias":true}' | "$REF"); rc=$?
+expect "mta at the data's shape" 0 '"correct":true,"scaled":true' "$out" $rc
+out=$(fam multi_token_attention forward float32 cpu '{"in_channels":4,"seq":32,"kernel_size":3,"bias":false}' | "$REF"); rc=$?
+expect "mta without bias" 2 'parameters.bias' "$out" $rc
+out=$(fam fused_neighborhood_attention forward float32 cpu '{"seq":32,"hidden":64,"heads":4,"kernel_size":6}' | "$REF"); rc=$?
+expect "neighborhood attention, even window" 2 'kernel_size' "$out" $rc
+out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"intermediate":32,"topk":8}' | "$REF"); rc=$?
+expect "moe, topk above experts" 2 'topk' "$out" $rc
+out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"topk":2}' | "$REF"); rc=$?
+expect "moe, no intermediate" 2 'parameters.intermediate' "$out" $rc
+
 out=$(req forward float32 cpu 1 1000000 100000 100000 | "$REF"); rc=$?
 expect "too large" 5 'too large' "$out" $rc
 out=$(echo 'not json' | "$REF"); rc=$?
