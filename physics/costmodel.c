@@ -335,10 +335,8 @@ k_megatron_cross_entropy(struct cm *c, struct terms *t)
  * resident: x, W, targets; full adds dW.
  *
  * The preference losses (fused_linear_orpo_loss, _cpo_loss, _simpo_loss)
- * and fused_linear_grpo_loss_token/_sequence build x (B, T, H) and the
- * same (V, H) head: the same floor with BT = B·T. GRPO's reference
- * forward is not counted (its weight may be 0), but the harness's
- * ref_input (B, T, H) is resident.
+ * build x (B, T, H) and the same (V, H) head: the same floor with
+ * BT = B·T.
  */
 static int
 lm_head(struct cm *c, struct terms *t, double extra_input_bytes)
@@ -366,12 +364,35 @@ k_flce(struct cm *c, struct terms *t)
 	return lm_head(c, t, 0);
 }
 
+/*
+ * fused_linear_grpo_loss_token, _sequence — policy input x and reference
+ * input ref_x (B, T, H), policy and reference heads W, W_ref (V, H),
+ * selected tokens (B, T), advantages (B). The script's loss has β = 0.1,
+ * so its KL term needs the reference model's log-probabilities: both
+ * heads' logits are computed.
+ * forward: read x, ref_x, W, W_ref, the tokens; 2 × 2·BT·H·V.
+ * backward: 0 (Liger computes the gradients during forward).
+ * full: + write dx and dW; + 4·BT·H·V.
+ * resident: x, ref_x, W, W_ref, tokens; full adds dW.
+ */
 static int
 k_grpo(struct cm *c, struct terms *t)
 {
-	c->out->model = "fused_linear_grpo_loss: policy head only, "
-	    "2·BT·H·V | full 6·BT·H·V";
-	return lm_head(c, t, 1);
+	double bt, h, v, s = c->s, x, w;
+
+	if (tokens(c, &bt) || need(c, P_HIDDEN, &h) || need(c, P_VOCAB, &v))
+		return KI_EINVAL;
+	x = bt * h * s;
+	w = v * h * s;
+	t->fb = 2 * x + 2 * w + 8 * bt;
+	t->ff = 4 * bt * h * v;
+	t->xb = x + w;
+	t->xf = 4 * bt * h * v;
+	t->rf = t->rb = 2 * x + 2 * w + 8 * bt;
+	t->rfull = t->rf + w;
+	c->out->model = "fused_linear_grpo_loss: 2·BT·H·s + 2·V·H·s + 8BT, "
+	    "4·BT·H·V | full + BT·H·s + V·H·s, 8·BT·H·V";
+	return KI_OK;
 }
 
 /*

@@ -36,6 +36,21 @@ static const struct ref_cover table[] = {
 	{ "sparse_multi_token_attention", ALL, NULL },
 	{ "fused_neighborhood_attention", ALL, NULL },
 	{ "fused_moe", ALL, NULL },
+	/* The families over linear layers (verify/lin_defs.c), CPU only. */
+	{ "swiglu", ALL, NULL },
+	{ "geglu", ALL, NULL },
+	{ "tiled_swiglu", ALL, NULL },
+	{ "tiled_geglu", ALL, NULL },
+	{ "fused_linear_cross_entropy", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_jsd", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_orpo_loss", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_cpo_loss", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_simpo_loss", FWD_FULL, LOSS_BWD },
+	{ "kto_loss", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_grpo_loss_token", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_grpo_loss_sequence", FWD_FULL, LOSS_BWD },
+	{ "distill_jsd_loss", FWD_FULL, LOSS_BWD },
+	{ "distill_cosine_loss", FWD_FULL, LOSS_BWD },
 };
 
 unsigned

@@ -9,7 +9,8 @@
 
 bin_PROGRAMS += kernelindex-ref
 kernelindex_ref_SOURCES = verify/ref.h verify/ref_main.c \
-	verify/ref_json.c verify/ref_cpu.c
+	verify/ref_json.c verify/ref_cpu.c verify/lin.h verify/lin_defs.c \
+	verify/lin_cpu.c verify/lin_math.inc
 if HAVE_NVCC
 kernelindex_ref_SOURCES += verify/ref_cuda.cu
 kernelindex_ref_LINK = $(NVCC) $(NVCC_ARCH) -o $@

@@ -38,7 +38,8 @@ CFLAGS="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -Werror \
 -Wundef -Wwrite-strings -I. $JCFLAGS"
 
 CSRC="verify/ref_main.c verify/ref_json.c verify/ref_cpu.c verify/fam_defs.c
-    verify/fam_cpu.c verify/fam_attn.c verify/fam_moe.c verify/devices.c
+    verify/fam_cpu.c verify/fam_attn.c verify/fam_moe.c verify/lin_defs.c
+    verify/lin_cpu.c verify/devices.c
     physics/refcover.c physics/costmodel.c physics/gpu.c lib/buf.c"
 objs=
 for f in $CSRC; do

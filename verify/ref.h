@@ -11,6 +11,7 @@
 #include "physics/gpu.h"
 #include "lib/ki.h"
 #include "verify/family.h"
+#include "verify/lin.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +46,8 @@ struct ref_job {
 	struct fam_shape shape;      /* its shape, as asked */
 	enum ref_pass asked;         /* the pass named in the request (a
 	                              * megatron "backward" runs as full) */
+	const struct lin_family *lin;   /* a family over linear layers */
+	struct lin_shape lshape;     /* its shape, as asked */
 };
 
 /* What a backend measured. */
@@ -65,6 +68,9 @@ struct ref_result {
 	double copy_bw;              /* bytes/s (read + written) of a large
 	                              * copy measured in the same run; 0 if
 	                              * not measured */
+	double matmul_rate;          /* FLOPs/s of the backend's matrix
+	                              * product measured in the same run; 0
+	                              * if not measured */
 	struct json_object *ran;     /* the parameters of the shape run
 	                              * (owned; NULL: the embedding's) */
 };

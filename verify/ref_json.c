@@ -108,12 +108,14 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		snprintf(err, errlen, "workload.kernel: a string is required");
 		return KI_EINVAL;
 	}
-	if (strcmp(kernel, "embedding") != 0 && fam_find(kernel) == NULL) {
+	if (strcmp(kernel, "embedding") != 0 && fam_find(kernel) == NULL &&
+	    lin_find(kernel) == NULL) {
 		snprintf(err, errlen, "kernel %.64s has no reference "
 		    "implementation", kernel);
 		return KI_ENOTFOUND;
 	}
 	job->fam = fam_find(kernel);
+	job->lin = lin_find(kernel);
 	snprintf(job->kernel, sizeof(job->kernel), "%s", kernel);
 	pass = get_string(w, "pass");
 	if (pass == NULL || (strcmp(pass, "forward") != 0 &&
@@ -161,6 +163,22 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 		for (i = 0; i < job->shape.nslots; i++)
 			bytes += (double)fam_slot_elems(&job->shape, i) *
 			    (double)fam_slot_esize(&job->shape, i, job->dtype);
+		if (bytes > 2e11) {
+			snprintf(err, errlen, "workload too large");
+			return KI_ELIMIT;
+		}
+		goto protocol;
+	}
+	if (job->lin != NULL) {
+		double bytes = 0;
+		int i;
+
+		if (job->lin->parse(params, &job->lshape, err, errlen) != 0)
+			return KI_EINVAL;
+		job->lin->layout(&job->lshape);
+		for (i = 0; i < job->lshape.nslots; i++)
+			bytes += (double)job->lshape.slot[i].n *
+			    (double)api_dtype_size(job->dtype);
 		if (bytes > 2e11) {
 			snprintf(err, errlen, "workload too large");
 			return KI_ELIMIT;
@@ -333,6 +351,16 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 		json_object_object_add(fl, "bytes", json_object_new_double(bytes));
 		json_object_object_add(fl, "copyBandwidth",
 		    json_object_new_double(r->copy_bw));
+		/* A matrix-bound pass: its FLOPs at the matmul rate measured
+		 * in the same run, when that is the longer. */
+		if (r->matmul_rate > 0 && c.flops > 0) {
+			json_object_object_add(fl, "flops",
+			    json_object_new_double(c.flops));
+			json_object_object_add(fl, "matmulRate",
+			    json_object_new_double(r->matmul_rate));
+			if (c.flops / r->matmul_rate > sec)
+				sec = c.flops / r->matmul_rate;
+		}
 		json_object_object_add(fl, "seconds", json_object_new_double(sec));
 		json_object_object_add(fl, "fractionOfFloor",
 		    json_object_new_double(sec / (r->median_ns * 1e-9)));

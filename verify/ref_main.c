@@ -109,6 +109,11 @@ main(int argc, char **argv)
 	/* Simulated devices measure on the CPU. */
 	if (ref_sim_active())
 		job.backend = REF_CPU;
+	if (job.backend == REF_CUDA && job.lin != NULL) {
+		status = fail("the CUDA backend has no implementation of this "
+		    "family yet (the CPU backend has)", 3);
+		goto done;
+	}
 	if (job.backend == REF_CUDA && !ref_cuda_available()) {
 		status = fail("no usable CUDA device", 4);
 		goto done;
@@ -120,7 +125,9 @@ main(int argc, char **argv)
 		    "(the CPU backend has)", 3);
 		goto done;
 	}
-	if (job.fam != NULL)
+	if (job.lin != NULL)
+		rc = lin_cpu_run(&job, &r, err, sizeof(err));
+	else if (job.fam != NULL)
 		rc = job.backend != REF_CPU && ref_cuda_available() &&
 		    fam_cuda_has(job.fam) ?
 		    fam_cuda_run(&job, &r, err, sizeof(err)) :

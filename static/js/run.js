@@ -90,6 +90,20 @@ const REFERENCE_COVERAGE = {
   tvd: ['forward', 'full'],
   rope: ['forward', 'backward', 'full'],
   llama4_rope: ['forward', 'backward', 'full'],
+  swiglu: ['forward', 'backward', 'full'],
+  geglu: ['forward', 'backward', 'full'],
+  tiled_swiglu: ['forward', 'backward', 'full'],
+  tiled_geglu: ['forward', 'backward', 'full'],
+  fused_linear_cross_entropy: ['forward', 'full'],
+  fused_linear_jsd: ['forward', 'full'],
+  fused_linear_orpo_loss: ['forward', 'full'],
+  fused_linear_cpo_loss: ['forward', 'full'],
+  fused_linear_simpo_loss: ['forward', 'full'],
+  kto_loss: ['forward', 'full'],
+  fused_linear_grpo_loss_token: ['forward', 'full'],
+  fused_linear_grpo_loss_sequence: ['forward', 'full'],
+  distill_jsd_loss: ['forward', 'full'],
+  distill_cosine_loss: ['forward', 'full'],
 };
 
 /* Whether a reference measurement of the run can be asked for. */

@@ -151,6 +151,28 @@ test_geglu(void)
 	    4.0 * 8192 * 4096 * 2 + 2.0 * 3 * 4096 * 11008 * 2, 0);
 }
 
+/* fused_linear_grpo_loss_*: the script's β = 0.1 makes the loss need the
+ * reference head's log-probabilities too, so its forward is two heads'
+ * products, B 2, T 1024, H 4096, V 128256: 4·2048·4096·128256 FLOPs, and
+ * reads x, ref_x, W, W_ref and the tokens; full adds dx and dW. */
+static void
+test_grpo_two_heads(void)
+{
+	static const char *p = "{\"batch\":2,\"seq\":1024,\"hidden\":4096,"
+	    "\"vocab\":128256}";
+	double x = 2048.0 * 4096 * 2, w = 128256.0 * 4096 * 2;
+	api_cost c;
+
+	CU_ASSERT_EQUAL(est("fused_linear_grpo_loss_token", "forward", NULL, p,
+	    &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 4.0 * 2048 * 4096 * 128256, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * x + 2 * w + 8 * 2048, 0);
+	CU_ASSERT_EQUAL(est("fused_linear_grpo_loss_sequence", "full", NULL,
+	    p, &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 8.0 * 2048 * 4096 * 128256, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x + 3 * w + 8 * 2048, 0);
+}
+
 /* megatron_*: the script's "backward" is forward+backward. */
 static void
 test_megatron_backward_is_full(void)
@@ -560,6 +582,8 @@ test_costmodel_register(void)
 	    NULL ||
 	    CU_add_test(s, "cross entropy", test_cross_entropy) == NULL ||
 	    CU_add_test(s, "geglu is matrix-bound", test_geglu) == NULL ||
+	    CU_add_test(s, "grpo needs both heads", test_grpo_two_heads) ==
+	    NULL ||
 	    CU_add_test(s, "megatron backward = full",
 	    test_megatron_backward_is_full) == NULL ||
 	    CU_add_test(s, "fused moe", test_fused_moe) == NULL ||

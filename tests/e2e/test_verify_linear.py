@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""test_verify_linear — the families over linear layers (the gated MLPs and
+the losses over a language-model head) get a verdict from a CPU measurement:
+one imported Liger run of each family is verified end to end, its shape
+halved to the CPU's budget, its outputs checked in float64, and a prediction
+for the run's GPU given, never a CPU/GPU ratio. A loss's backward stays
+unmeasured (its gradient is made in the forward pass).
+
+Environment: KI_DAEMON, KI_CLI and KI_REF (see kitest); KI_SRCDIR for the
+test data (tests/data/verify/liger-rows.csv)."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kitest  # noqa: E402
+from kitest import G, check, eq, test  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.dirname(kitest.daemon_path())
+CLI = os.environ.get('KI_CLI') or os.path.join(BUILD, 'kernelindex')
+REF = os.environ.get('KI_REF') or os.path.join(BUILD, 'kernelindex-ref')
+SRC = os.environ.get('KI_SRCDIR') or os.path.dirname(os.path.dirname(HERE))
+ROWS = os.path.join(SRC, 'tests', 'data', 'verify', 'liger-rows.csv')
+PREDICTED = ('WithinPrediction', 'SlowerThanPrediction', 'FasterThanPrediction',
+             'FasterThanFloor')
+
+MLPS = ['swiglu', 'geglu', 'tiled_swiglu', 'tiled_geglu']
+LOSSES = ['fused_linear_cross_entropy', 'fused_linear_jsd',
+          'fused_linear_orpo_loss', 'fused_linear_cpo_loss',
+          'fused_linear_simpo_loss', 'kto_loss',
+          'fused_linear_grpo_loss_token', 'fused_linear_grpo_loss_sequence',
+          'distill_jsd_loss', 'distill_cosine_loss']
+
+
+def imported(d):
+    p = subprocess.run([CLI, '--server', 'http://127.0.0.1:%d' % d.port,
+                        'import', 'liger', ROWS], capture_output=True,
+                       text=True, timeout=300)
+    eq(p.returncode, 0, 'import: ' + p.stdout + p.stderr)
+
+
+def verify(d, name, run, timeout=120):
+    r = d.post(G + '/verifications', {
+        'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Verification',
+        'metadata': {'name': name}, 'spec': {'runName': run}})
+    eq(r.status, 201, 'create %s: %s' % (name, r.json()))
+    end = time.time() + timeout
+    while time.time() < end:
+        st = d.get(G + '/verifications/' + name).json().get('status', {})
+        if st.get('phase') in ('Succeeded', 'Failed'):
+            return st
+        time.sleep(0.1)
+    raise kitest.TestFailure('verification %s did not finish' % name)
+
+
+def conditions(st):
+    return {c['type']: (c['status'], c['reason']) for c in st['conditions']}
+
+
+def runs_of(d, kernel):
+    return d.get(G + '/benchmarkruns?labelSelector=kernel%3D' + kernel +
+                 ',metric%3Dlatency').json()['items']
+
+
+@test
+def one_run_of_each_linear_family_gets_a_verdict_from_a_measurement():
+    d = kitest.Daemon(sync=False, args=['--ref-program', REF]).start()
+    imported(d)
+    for i, kernel in enumerate(MLPS + LOSSES):
+        runs = runs_of(d, kernel)
+        check(runs, 'a %s run was imported' % kernel)
+        # The full pass where the data has one (the most work), else the
+        # forward (swiglu's data has forward rows only).
+        by_pass = {r['metadata']['labels']['pass']: r for r in runs}
+        pas = 'full' if 'full' in by_pass else 'forward'
+        run = by_pass[pas]
+        st = verify(d, 'lin-%d' % i, run['metadata']['name'], timeout=240)
+        what = '%s %s: %s' % (kernel, pas, st.get('message'))
+        eq(st['phase'], 'Succeeded', what)
+        res = st['result']
+        eq(res['backend'], 'cpu', what)
+        check(res['correct'] is True and res['checkedOutputs'] > 0,
+              'float64 check: %s %s' % (what, res))
+        check(res['scaled'] is True, 'the data\'s shape is halved to fit '
+              'the CPU: %s' % res)
+        check(st['verdict'] in ('Consistent', 'Implausible') and
+              st['reason'] in PREDICTED, 'a verdict: ' + what)
+        check('ratio' not in st and 'prediction' in st,
+              'a prediction, no CPU/GPU ratio: ' + what)
+        check(st['prediction']['floorNs'] > 0, 'a floor: %s' % what)
+        eq(conditions(st)['Complete'], ('True', 'Measured'), what)
+    # A loss's backward: answered at once, nothing measured.
+    runs = [r for r in runs_of(d, 'fused_linear_grpo_loss_token')
+            if r['metadata']['labels']['pass'] == 'backward']
+    check(runs, 'a grpo backward run was imported')
+    st = verify(d, 'lin-bwd', runs[0]['metadata']['name'])
+    eq((st['verdict'], st['reason']), ('Unverifiable', 'NoReference'),
+       'a loss\'s backward: %s' % st.get('message'))
+    check('result' not in st, 'nothing measured')
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())

@@ -1,0 +1,400 @@
+/* verify/lin_cpu.c — the families over linear layers on the CPU: inputs
+ * in the workload's dtype, the fp32 kernel (each timed pass converts its
+ * inputs, computes with the blocked matmul engine of lin_math.inc and
+ * rounds its outputs to the dtype), its do_bench-style timing, and the
+ * float64 check of every output element. */
+#include "verify/lin.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "verify/ref.h"
+
+/* The forward's matrix products on the CPU, at most (with the elements'
+ * REF_CPU_MAX_ELEMS): a shape past it is halved as other families' rows
+ * are, and the result says "scaled". */
+#define LIN_CPU_MAX_FLOPS 8e6
+
+static int
+stored(enum lin_kind k)
+{
+	return k != LK_SAVED;
+}
+
+static int
+is_input(enum lin_kind k)
+{
+	return k == LK_IN || k == LK_IN1 || k == LK_TARGET;
+}
+
+/* Bytes of one stored element of slot kind k. */
+static size_t
+esize(enum lin_kind k, enum api_dtype dt)
+{
+	if (k == LK_TARGET)
+		return 8;
+	if (k == LK_LOSS)
+		return 4;
+	return api_dtype_size(dt);
+}
+
+static enum api_dtype
+sdt(enum lin_kind k, enum api_dtype dt)
+{
+	return k == LK_LOSS ? API_DT_F32 : dt;
+}
+
+struct lcpu {
+	const struct lin_family *f;
+	const struct lin_shape *s;
+	enum api_dtype dt;
+	void *host[LIN_MAX_SLOTS];    /* storage (NULL for saved slots) */
+	float *work[LIN_MAX_SLOTS];   /* fp32 arrays (NULL for targets) */
+	void *v[LIN_MAX_SLOTS];       /* what the computation sees */
+	float *scratch;
+	int fault;                    /* KIREF_FAULT, for testing the check:
+	                               * 1 leaves the last element of the
+	                               * first output unwritten, 2 makes that
+	                               * output 3% too large */
+};
+
+static void
+load_f(float *dst, const void *src, int64_t n, enum api_dtype t)
+{
+	int64_t i;
+
+	if (t == API_DT_F32) {
+		memcpy(dst, src, (size_t)n * sizeof(float));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		dst[i] = (float)ref_elem(src, (size_t)i, t);
+}
+
+static void
+store_f(void *dst, const float *src, int64_t n, enum api_dtype t)
+{
+	int64_t i;
+
+	if (t == API_DT_F32) {
+		memcpy(dst, src, (size_t)n * sizeof(float));
+		return;
+	}
+	for (i = 0; i < n; i++)
+		((uint16_t *)dst)[i] = t == API_DT_BF16 ?
+		    ref_f32_to_bf16(src[i]) : ref_f32_to_f16(src[i]);
+}
+
+/* Stores the outputs of kind k (and the losses with the forward's),
+ * applying the test fault to the first of them. */
+static void
+store_outputs(struct lcpu *c, enum lin_kind k)
+{
+	const struct lin_shape *s = c->s;
+	int i, first = 1;
+
+	for (i = 0; i < s->nslots; i++) {
+		const struct lin_slot *sl = &s->slot[i];
+		int64_t n = sl->n;
+
+		if (n == 0 || !(sl->kind == k ||
+		    (k == LK_OUT0 && sl->kind == LK_LOSS)))
+			continue;
+		if (first && c->fault == 2)
+			for (int64_t j = 0; j < n; j++)
+				c->work[i][j] *= 1.03f;
+		if (first && c->fault == 1)
+			n--;
+		first = 0;
+		store_f(c->host[i], c->work[i], n, sdt(sl->kind, c->dt));
+	}
+}
+
+/* One pass: the forward (fwd), the backward (bwd, after a forward on the
+ * same slots) or both. */
+static void
+lcpu_pass(struct lcpu *c, int fwd, int bwd)
+{
+	const struct lin_shape *s = c->s;
+	int i;
+
+	for (i = 0; i < s->nslots; i++) {
+		const struct lin_slot *sl = &s->slot[i];
+
+		if (sl->n > 0 && (sl->kind == LK_IN ||
+		    (sl->kind == LK_IN1 && bwd)))
+			load_f(c->work[i], c->host[i], sl->n, c->dt);
+	}
+	if (fwd) {
+		c->f->run_f(s, 0, c->v, c->scratch);
+		store_outputs(c, LK_OUT0);
+	}
+	if (bwd) {
+		c->f->run_f(s, 1, c->v, c->scratch);
+		store_outputs(c, LK_OUT1);
+	}
+}
+
+static void
+lcpu_free(struct lcpu *c)
+{
+	int i;
+
+	for (i = 0; i < LIN_MAX_SLOTS; i++) {
+		free(c->host[i]);
+		free(c->work[i]);
+	}
+	free(c->scratch);
+	memset(c, 0, sizeof(*c));
+}
+
+static int
+lcpu_alloc(struct lcpu *c, const struct lin_family *f,
+	const struct lin_shape *s, enum api_dtype dt)
+{
+	int i;
+
+	memset(c, 0, sizeof(*c));
+	c->f = f;
+	c->s = s;
+	c->dt = dt;
+	for (i = 0; i < s->nslots; i++) {
+		const struct lin_slot *sl = &s->slot[i];
+		size_t n = (size_t)sl->n;
+
+		if (stored(sl->kind)) {
+			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) : 1);
+			if (c->host[i] == NULL)
+				goto fail;
+		}
+		if (sl->kind == LK_TARGET) {
+			c->v[i] = c->host[i];
+			continue;
+		}
+		c->work[i] = malloc(n > 0 ? n * sizeof(float) : 1);
+		if (c->work[i] == NULL)
+			goto fail;
+		c->v[i] = c->work[i];
+	}
+	c->scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
+	    sizeof(float));
+	if (c->scratch == NULL)
+		goto fail;
+	return KI_OK;
+fail:
+	lcpu_free(c);
+	return KI_ENOMEM;
+}
+
+/* Standard-normal inputs, uniform targets, then the family's own. */
+static void
+fill_inputs(struct lcpu *c, uint64_t *rng)
+{
+	const struct lin_shape *s = c->s;
+	int i;
+
+	for (i = 0; i < s->nslots; i++) {
+		const struct lin_slot *sl = &s->slot[i];
+
+		if (sl->n == 0 || !is_input(sl->kind))
+			continue;
+		if (sl->kind == LK_TARGET)
+			ref_fill_indices(c->host[i], (size_t)sl->n, s->v, rng);
+		else
+			ref_fill_randn(c->host[i], (size_t)sl->n, c->dt, rng);
+	}
+	if (c->f->prepare != NULL)
+		c->f->prepare(s, c->host, c->dt, rng);
+}
+
+/* NaN over the outputs of the parts that will run. */
+static void
+poison(struct lcpu *c, int fwd, int bwd)
+{
+	const struct lin_shape *s = c->s;
+	int i;
+
+	for (i = 0; i < s->nslots; i++) {
+		enum lin_kind k = s->slot[i].kind;
+
+		if ((fwd && (k == LK_OUT0 || k == LK_LOSS)) ||
+		    (bwd && k == LK_OUT1))
+			memset(c->host[i], 0xff, (size_t)s->slot[i].n *
+			    esize(k, c->dt));
+	}
+}
+
+/* ---- the float64 check ---- */
+
+/* The spacing of a 16-bit dtype's values near w (0 for float32), as
+ * fam_cpu.c's check reduces each difference by it. */
+static double
+ulp(double w, enum api_dtype t)
+{
+	int e;
+
+	if (t != API_DT_F16 && t != API_DT_BF16)
+		return 0;
+	frexp(w, &e);
+	if (t == API_DT_F16)
+		return e - 1 < -14 ? ldexp(1, -24) : ldexp(1, e - 1 - 10);
+	return ldexp(1, e - 1 - 7);
+}
+
+/* ‖got − want‖/‖want‖ over n elements (each difference less the
+ * rounding of a 16-bit output there); infinite on a NaN. */
+static double
+rel_error(const void *got, const double *want, int64_t n, enum api_dtype t,
+	int *nan)
+{
+	double num = 0, den = 0;
+	int64_t j;
+
+	for (j = 0; j < n; j++) {
+		double x = ref_elem(got, (size_t)j, t);
+		double d = fmax(0, fabs(x - want[j]) - ulp(want[j], t));
+
+		if (isnan(x)) {
+			*nan = 1;
+			return INFINITY;
+		}
+		num += d * d;
+		den += want[j] * want[j];
+	}
+	if (den == 0)
+		return num == 0 ? 0 : INFINITY;
+	return sqrt(num / den);
+}
+
+/* Recomputes the pass in float64 from the inputs in c->host and compares
+ * every element of its outputs. */
+static int
+check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
+{
+	const struct lin_shape *s = c->s;
+	double *work[LIN_MAX_SLOTS] = { NULL }, *scratch = NULL;
+	void *v[LIN_MAX_SLOTS];
+	int i, rc = KI_ENOMEM;
+
+	for (i = 0; i < s->nslots; i++) {
+		const struct lin_slot *sl = &s->slot[i];
+
+		if (sl->kind == LK_TARGET) {
+			v[i] = c->host[i];
+			continue;
+		}
+		work[i] = calloc(sl->n > 0 ? (size_t)sl->n : 1, sizeof(double));
+		if (work[i] == NULL)
+			goto out;
+		v[i] = work[i];
+		if (sl->kind == LK_IN || sl->kind == LK_IN1)
+			for (int64_t j = 0; j < sl->n; j++)
+				work[i][j] = ref_elem(c->host[i], (size_t)j, c->dt);
+	}
+	scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
+	    sizeof(double));
+	if (scratch == NULL)
+		goto out;
+	c->f->run_d(s, 0, v, scratch);
+	if (bwd)
+		c->f->run_d(s, 1, v, scratch);
+	for (i = 0; i < s->nslots; i++) {
+		enum lin_kind k = s->slot[i].kind;
+		int nan = 0;
+		double e;
+
+		if (s->slot[i].n == 0 || !((fwd && (k == LK_OUT0 ||
+		    k == LK_LOSS)) || (bwd && k == LK_OUT1)))
+			continue;
+		e = rel_error(c->host[i], work[i], s->slot[i].n, sdt(k, c->dt),
+		    &nan);
+		if (nan)
+			r->complete = 0;
+		if (!(e <= r->max_rel_error))
+			r->max_rel_error = e;
+		r->checked_outputs += s->slot[i].n;
+	}
+	rc = KI_OK;
+out:
+	for (i = 0; i < LIN_MAX_SLOTS; i++)
+		free(work[i]);
+	free(scratch);
+	return rc;
+}
+
+/* ---- the job ---- */
+
+static double
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+struct lcpu_job {
+	struct lcpu *c;
+	int fwd, bwd;
+};
+
+static void
+lcpu_pass_job(void *arg)
+{
+	const struct lcpu_job *j = arg;
+
+	lcpu_pass(j->c, j->fwd, j->bwd);
+}
+
+int
+lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
+	size_t errlen)
+{
+	struct lin_shape s = job->lshape;
+	uint64_t rng = job->seed != 0 ? job->seed :
+	    (uint64_t)now_ns() ^ 0x5eedull;
+	int fwd = job->pass != REF_BACKWARD, bwd = job->pass != REF_FORWARD;
+	struct lcpu c;
+	struct lcpu_job cj = { &c, fwd, bwd };
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->backend = "cpu";
+	r->clocks_sm_before = r->clocks_mem_before = -1;
+	r->clocks_sm_after = r->clocks_mem_after = -1;
+	r->scaled = lin_fit(job->lin, &s, REF_CPU_MAX_ELEMS,
+	    LIN_CPU_MAX_FLOPS);
+	r->ran = job->lin->params(&s);
+	rc = lcpu_alloc(&c, job->lin, &s, job->dtype);
+	if (rc != KI_OK) {
+		snprintf(err, errlen, "cannot allocate the CPU workload");
+		return rc;
+	}
+	fill_inputs(&c, &rng);
+	/* The backward alone reads what a forward saved. */
+	if (!fwd)
+		lcpu_pass(&c, 1, 0);
+	rc = ref_cpu_bench(job, lcpu_pass_job, &cj, r, err, errlen);
+	if (rc != KI_OK)
+		goto out;
+	r->matmul_rate = lin_cpu_matmul_rate();
+
+	/* Correctness on fresh inputs, outputs poisoned with NaN. */
+	fill_inputs(&c, &rng);
+	if (!fwd)
+		lcpu_pass(&c, 1, 0);
+	poison(&c, fwd, bwd);
+	if (getenv("KIREF_FAULT") != NULL)
+		c.fault = atoi(getenv("KIREF_FAULT"));
+	lcpu_pass(&c, fwd, bwd);
+	r->complete = 1;
+	rc = check(&c, fwd, bwd, r);
+	if (rc != KI_OK)
+		snprintf(err, errlen, "cannot allocate the check");
+out:
+	lcpu_free(&c);
+	return rc;
+}
