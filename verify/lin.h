@@ -103,7 +103,8 @@ int lin_cpu_run(const struct ref_job *job, struct ref_result *r,
 	char *err, size_t errlen);
 
 /* The CPU matmul rate (FLOPs per second) of the fp32 engine on a
- * 128 × 128 × 128 product (the median of seven); 0 when it cannot be measured. */
+ * 128 × 128 × 128 product (the median of seven); 0 when it cannot be
+ * measured. */
 double lin_cpu_matmul_rate(void);
 
 #ifdef __cplusplus

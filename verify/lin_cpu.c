@@ -166,7 +166,8 @@ lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 		size_t n = (size_t)sl->n;
 
 		if (stored(sl->kind)) {
-			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) : 1);
+			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) :
+			    1);
 			if (c->host[i] == NULL)
 				goto fail;
 		}
@@ -292,7 +293,8 @@ check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 		v[i] = work[i];
 		if (sl->kind == LK_IN || sl->kind == LK_IN1)
 			for (int64_t j = 0; j < sl->n; j++)
-				work[i][j] = ref_elem(c->host[i], (size_t)j, c->dt);
+				work[i][j] = ref_elem(c->host[i], (size_t)j,
+				    c->dt);
 	}
 	scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
 	    sizeof(double));

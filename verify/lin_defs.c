@@ -79,7 +79,8 @@ number(struct json_object *p, const char *const *names, double *v)
 			const char *str = json_object_get_string(o);
 			char *end;
 
-			if (strcmp(str, "true") == 0 || strcmp(str, "false") == 0) {
+			if (strcmp(str, "true") == 0 ||
+			    strcmp(str, "false") == 0) {
 				*v = str[0] == 't';
 				return 1;
 			}
