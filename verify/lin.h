@@ -48,6 +48,11 @@ struct lin_shape {
 	double beta, gamma;   /* the loss's settings (as Liger's defaults) */
 	double w_hard, w_soft;
 	int64_t ignore;       /* ignore_index */
+	int seq_level;        /* GRPO: importance ratio per sequence */
+	int old_fixed;        /* GRPO: the old policy's log-probabilities are
+	                       * those a previous forward saved (a gradient
+	                       * check), not this forward's own (the script's
+	                       * case: old = current, detached) */
 	int nslots;
 	struct lin_slot slot[LIN_MAX_SLOTS];
 	int64_t scratch;      /* scratch elements a computation needs */

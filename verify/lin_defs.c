@@ -213,6 +213,30 @@ parse_kto(struct json_object *p, struct lin_shape *s, char *err,
 }
 
 static int
+parse_grpo(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen, int seq_level)
+{
+	if (parse_head(p, s, err, errlen))
+		return -1;
+	s->seq_level = seq_level;
+	return 0;
+}
+
+static int
+parse_grpo_token(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen)
+{
+	return parse_grpo(p, s, err, errlen, 0);
+}
+
+static int
+parse_grpo_seq(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen)
+{
+	return parse_grpo(p, s, err, errlen, 1);
+}
+
+static int
 parse_distill(struct json_object *p, struct lin_shape *s, char *err,
 	size_t errlen)
 {
@@ -513,9 +537,9 @@ static const struct lin_family families[] = {
 	  prep_head, RUN(simpo_run), 1 },
 	{ "kto_loss", parse_kto, layout_kto, params_batch, prep_kto,
 	  RUN(kto_run), 0 },
-	{ "fused_linear_grpo_loss_token", parse_head, layout_grpo, params_batch,
-	  prep_head, RUN(grpo_run), 0 },
-	{ "fused_linear_grpo_loss_sequence", parse_head, layout_grpo,
+	{ "fused_linear_grpo_loss_token", parse_grpo_token, layout_grpo,
+	  params_batch, prep_head, RUN(grpo_run), 0 },
+	{ "fused_linear_grpo_loss_sequence", parse_grpo_seq, layout_grpo,
 	  params_batch, prep_head, RUN(grpo_run), 0 },
 	{ "fused_linear_jsd", parse_fljsd, layout_fljsd, params_tokens,
 	  prep_fljsd, RUN(fljsd_run), 0 },
