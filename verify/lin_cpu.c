@@ -151,11 +151,14 @@ lcpu_free(struct lcpu *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Allocates c's buffers for the shape s (borrowed: it must outlive c) in
+ * dtype dt. Returns KI_OK, or KI_ENOMEM with nothing held; free with
+ * lcpu_free(). */
 static int
 lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 	const struct lin_shape *s, enum api_dtype dt)
 {
-	int i;
+	int i, rc = KI_ENOMEM;
 
 	memset(c, 0, sizeof(*c));
 	c->f = f;
@@ -169,7 +172,7 @@ lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) :
 			    1);
 			if (c->host[i] == NULL)
-				goto fail;
+				goto out;
 		}
 		if (sl->kind == LK_TARGET) {
 			c->v[i] = c->host[i];
@@ -177,17 +180,18 @@ lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 		}
 		c->work[i] = malloc(n > 0 ? n * sizeof(float) : 1);
 		if (c->work[i] == NULL)
-			goto fail;
+			goto out;
 		c->v[i] = c->work[i];
 	}
 	c->scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
 	    sizeof(float));
 	if (c->scratch == NULL)
-		goto fail;
-	return KI_OK;
-fail:
-	lcpu_free(c);
-	return KI_ENOMEM;
+		goto out;
+	rc = KI_OK;
+out:
+	if (rc != KI_OK)
+		lcpu_free(c);
+	return rc;
 }
 
 /* Standard-normal inputs, uniform targets, then the family's own. */
