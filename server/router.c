@@ -84,6 +84,80 @@ bool_arg(const http_req *req, const char *name, int *out, api_resp *r)
 	return -1;
 }
 
+/* A query parameter that must be a decimal number up to max, when given
+ * and not empty: *out (0 when absent). Returns -1 with r filled (400
+ * naming it) on any other value. */
+static int
+uint_arg(const http_req *req, const char *name, unsigned long long max,
+	unsigned long long *out, api_resp *r)
+{
+	const char *v = req->arg(req->cls, name);
+	char *end;
+
+	*out = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 ||
+	    *out > max) {
+		api_resp_fail(r, 400, "BadRequest", name, "invalid %s \"%.32s\": "
+		    "a decimal number up to %llu is expected", name, v, max);
+		return -1;
+	}
+	return 0;
+}
+
+/* Query parameters every endpoint takes, as kube-apiserver does: pretty
+ * (the same document, indented or not) and timeout (kubectl's
+ * --request-timeout; no answer here is held that long). */
+static const char *const ARGS_ANY[] = { "pretty", "timeout", NULL };
+
+/* The parameters of each kind of request (NULL-ended). */
+static const char *const ARGS_LIST[] = { "limit", "continue",
+	"labelSelector", "fieldSelector", "resourceVersion",
+	"resourceVersionMatch", "watch", "allowWatchBookmarks",
+	"timeoutSeconds", "includeObject", "format", "versionLabel", NULL };
+static const char *const ARGS_GET[] = { "resourceVersion", "includeObject",
+	NULL };
+static const char *const ARGS_CREATE[] = { "dryRun", "fieldValidation",
+	"fieldManager", "atomic", NULL };
+static const char *const ARGS_UPDATE[] = { "dryRun", "fieldValidation",
+	"fieldManager", "force", NULL };
+static const char *const ARGS_DELETE[] = { "dryRun", "propagationPolicy",
+	"gracePeriodSeconds", "orphanDependents", NULL };
+
+static int
+listed(const char *const *set, const char *name)
+{
+	for (; *set != NULL; set++)
+		if (strcmp(*set, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Warns (299, as an unknown field is) of each query parameter of req that
+ * neither known nor ARGS_ANY names: passed over, but not in silence. */
+static void
+warn_unknown_args(const http_req *req, const char *const *known,
+	api_resp *r)
+{
+	const char *names[32];
+	size_t n;
+
+	if (req->arg_names == NULL)
+		return;
+	n = req->arg_names(req->cls, names, sizeof(names) / sizeof(names[0]));
+	if (n > sizeof(names) / sizeof(names[0]))
+		n = sizeof(names) / sizeof(names[0]);
+	for (size_t i = 0; i < n; i++) {
+		if (listed(known, names[i]) || listed(ARGS_ANY, names[i]))
+			continue;
+		api_resp_warn(r, "unknown query parameter \"%.64s\" ignored",
+		    names[i]);
+	}
+}
+
 /* Media type without parameters, lower-cased, into out. */
 static void
 media_type(const char *ct, char *out, size_t n)
@@ -192,8 +266,10 @@ wants_table(const http_req *req)
 	return a != NULL && strstr(a, "as=Table") != NULL;
 }
 
+/* includeObject (None, Metadata, Object, as kube-apiserver takes it), or
+ * -1 with r filled (400) for another value. */
 static int
-include_of(const http_req *req)
+include_of(const http_req *req, api_resp *r)
 {
 	const char *v = req->arg(req->cls, "includeObject");
 
@@ -201,7 +277,11 @@ include_of(const http_req *req)
 		return API_INCLUDE_METADATA;
 	if (strcmp(v, "Object") == 0)
 		return API_INCLUDE_OBJECT;
-	return API_INCLUDE_NONE;
+	if (strcmp(v, "None") == 0)
+		return API_INCLUDE_NONE;
+	api_resp_fail(r, 400, "BadRequest", "includeObject", "invalid "
+	    "includeObject \"%.32s\": None, Metadata or Object", v);
+	return -1;
 }
 
 static void
@@ -227,8 +307,8 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	}
 	p->kind = k;
 	p->table = wants_table(req);
-	p->include = include_of(req);
-	if (bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
+	if ((p->include = include_of(req, r)) < 0 ||
+	    bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
 		free(p);
 		return;
 	}
@@ -413,6 +493,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	if (strcmp(req->method, "GET") == 0) {
 		api_list_opts lo;
 		const char *limit = req->arg(req->cls, "limit");
+		unsigned long long timeout;
 		char *end;
 		int w;
 
@@ -435,12 +516,18 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		}
 		memset(&lo, 0, sizeof(lo));
 		lo.table = wants_table(req);
-		lo.include = include_of(req);
+		/* timeoutSeconds bounds a list's time too; one is never held
+		 * that long here, but the value must still be one. */
+		if ((lo.include = include_of(req, r)) < 0 ||
+		    uint_arg(req, "timeoutSeconds", (unsigned long long)INT64_MAX,
+		    &timeout, r) != 0)
+			return;
 		if (limit != NULL && *limit != '\0') {
 			errno = 0;
 			unsigned long long v = strtoull(limit, &end, 10);
 
-			if (*end != '\0' || errno != 0 || limit[0] == '-') {
+			if (*end != '\0' || errno != 0 || limit[0] < '0' ||
+			    limit[0] > '9') {
 				fail(r, 400, "BadRequest", "invalid limit \"%.32s\": must be "
 				    "a non-negative integer", limit);
 				return;
@@ -469,6 +556,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");
 		api_list(rt->api, k, &lo, r);
+		warn_unknown_args(req, ARGS_LIST, r);
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0) {
@@ -493,6 +581,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		}
 		api_create(rt->api, k, req->body, req->body_len, is_ndjson(mt), &wo,
 		    r);
+		warn_unknown_args(req, ARGS_CREATE, r);
 		return;
 	}
 	method_not_allowed(r, req->method, ALLOW_COLLECTION);
@@ -505,6 +594,15 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	size_t len = strlen(name);
 
 	if (strcmp(req->method, "GET") == 0) {
+		unsigned long long rv;
+		int include;
+
+		/* An object is served at the newest version, which satisfies
+		 * an older resourceVersion; a newer one, or one that is no
+		 * version, is answered as a list's is. */
+		if ((include = include_of(req, r)) < 0 ||
+		    uint_arg(req, "resourceVersion", UINT64_MAX, &rv, r) != 0)
+			return;
 		if (wants_table(req)) {
 			api_list_opts lo;
 			char fs[300];
@@ -512,18 +610,20 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			/* A one-row Table: the list path, selecting the name. */
 			memset(&lo, 0, sizeof(lo));
 			lo.table = 1;
-			lo.include = include_of(req);
+			lo.include = include;
+			lo.min_rv = rv;
 			snprintf(fs, sizeof(fs), "metadata.name=%s", name);
 			lo.field_selector = fs;
-			api_get(rt->api, k, name, len, r);
+			api_get_at(rt->api, k, name, len, rv, r);
 			if (r->code != 200)
 				return;
 			api_resp_free(r);
 			api_resp_init(r);
 			api_list(rt->api, k, &lo, r);
-			return;
+		} else {
+			api_get_at(rt->api, k, name, len, rv, r);
 		}
-		api_get(rt->api, k, name, len, r);
+		warn_unknown_args(req, ARGS_GET, r);
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0) {
@@ -541,6 +641,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		    rt->api->lim->max_depth, &wo, r) != KI_OK)
 			return;
 		api_delete(rt->api, k, name, len, &wo, r);
+		warn_unknown_args(req, ARGS_DELETE, r);
 		return;
 	}
 	if (strcmp(req->method, "PATCH") == 0 || strcmp(req->method, "PUT") == 0) {
@@ -558,6 +659,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 			}
 			api_replace(rt->api, k, name, req->body, req->body_len, &wo, r);
+			warn_unknown_args(req, ARGS_UPDATE, r);
 			return;
 		}
 		if (strcmp(mt, "application/merge-patch+json") == 0)
@@ -587,6 +689,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
+		warn_unknown_args(req, ARGS_UPDATE, r);
 		return;
 	}
 	method_not_allowed(r, req->method, ALLOW_ITEM);
@@ -812,6 +915,13 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 	const http_req *req = in;
 	const char *p = in->path;
 
+	/* A token in the URL is kept by every log and proxy on the way, and
+	 * would be passed over here: refused, not ignored. */
+	if (in->arg(in->cls, "access_token") != NULL) {
+		api_resp_fail(r, 400, "BadRequest", "access_token", "a token is "
+		    "sent in the Authorization header (Bearer), never in the URL");
+		return;
+	}
 	/* HEAD is GET without the body; the HTTP layer drops the body. */
 	if (strcmp(in->method, "HEAD") == 0) {
 		head = *in;

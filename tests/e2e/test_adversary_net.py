@@ -10,7 +10,17 @@ line ended by a bare LF, a header line folded onto the previous one
 starting with ':' (which ended libmicrohttpd's header section, the rest
 being read as a second request) are each a 400 Status and the connection
 is closed; a space or a control character in the target is a 400; heads
-that are sound (empty values, tabs, pipelining, HTTP/1.0) still work."""
+that are sound (empty values, tabs, pipelining, HTTP/1.0) still work;
+an Expect other than 100-continue is 417 and a Host that is no host and
+port a 400 (both were passed over).
+Query parameters are read, not passed over: a token in the URL
+(access_token) is a 400; an object GET's resourceVersion that is no
+version is a 400 and one the store has not reached a 504, as a list's;
+a list's timeoutSeconds and an includeObject that are no values are 400;
+a limit with a sign is 400; a parameter the endpoint does not know gets a
+Warning naming it. A List upload's wrapper holding a member other than
+kind, apiVersion, metadata and items, or an apiVersion other than v1, is
+a 400 (it was passed over, even under fieldValidation=Strict)."""
 import json
 import os
 import socket
@@ -240,6 +250,133 @@ def sound_heads_still_work():
     r = d.get(G + '/benchmarkprotocols?limit=1',
               headers={'Authorization': '', 'X-Empty': ''})
     eq(r.status, 200, 'http.client with empty header values')
+
+
+@test
+def unmet_expectations_and_malformed_hosts_are_refused():
+    d = daemon()
+    body = protocol('expect-x', 4)
+    out, _ = exchange(d, post_head(b'Content-Length: %d\r\nExpect: 200-ok\r\n'
+                                   b'Connection: close\r\n' % len(body), body))
+    rs = answers(out)
+    eq([s for s, _, _ in rs], [417], 'Expect: 200-ok (%r)' % out[:200])
+    eq(json.loads(rs[0][2]).get('reason'), 'ExpectationFailed', 'reason')
+    eq(d.get(G + '/benchmarkprotocols/expect-x').status, 404, 'not stored')
+    out, _ = exchange(d, post_head(b'Content-Length: %d\r\n'
+                                   b'Expect: 100-Continue\r\n'
+                                   b'Connection: close\r\n' % len(body), body))
+    eq([s for s, _, _ in answers(out)], [100, 201], '100-continue still')
+    for host in (b'x y', b'x/y', b'a@b', b'x?y'):
+        refused(d, b'GET /healthz HTTP/1.1\r\nHost: ' + host +
+                b'\r\nConnection: close\r\n\r\n', 'Host %r' % host)
+    for host in (b'x', b'127.0.0.1:80', b'[::1]:8080', b'ki.example.org'):
+        out, _ = exchange(d, b'GET /healthz HTTP/1.1\r\nHost: ' + host +
+                          b'\r\nConnection: close\r\n\r\n')
+        eq([s for s, _, _ in answers(out)], [200], 'Host %r' % host)
+
+
+# ---- query parameters ----
+
+def proto_doc(name, reps):
+    return json.loads(protocol(name, reps))
+
+
+@test
+def a_token_in_the_url_is_refused():
+    d = daemon()
+    for path in ('/healthz?access_token=abc', G + '/benchmarkprotocols?'
+                 'access_token=abc'):
+        st = kitest.status_of(d.get(path), 400, 'BadRequest')
+        check('Authorization' in st['message'], 'says where: %r' % st)
+    r = d.post(G + '/benchmarkprotocols?access_token=abc',
+               proto_doc('qs-token', 10))
+    kitest.status_of(r, 400, 'BadRequest')
+    eq(d.get(G + '/benchmarkprotocols/qs-token').status, 404, 'not stored')
+
+
+@test
+def an_object_get_reads_its_resource_version():
+    d = daemon()
+    eq(d.post(G + '/benchmarkprotocols', proto_doc('rv-get', 11)).status,
+       201, 'create')
+    path = G + '/benchmarkprotocols/rv-get'
+    for bad in ('abc', '-1', '1e3', '18446744073709551616', '+1'):
+        st = kitest.status_of(d.get(path + '?resourceVersion=' + bad), 400,
+                              'BadRequest')
+        check('resourceVersion' in st['message'], '%s: %r' % (bad, st))
+    rv = int(d.get(path).json()['metadata']['resourceVersion'])
+    eq(d.get(path + '?resourceVersion=%d' % rv).status, 200, 'its own rv')
+    eq(d.get(path + '?resourceVersion=0').status, 200, 'rv 0: any')
+    kitest.status_of(d.get(path + '?resourceVersion=%d' % (rv + 1000)), 504,
+                     'Timeout')
+    # The Table form of one object reads it too.
+    r = d.get(path + '?resourceVersion=abc', headers={
+        'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'})
+    kitest.status_of(r, 400, 'BadRequest')
+
+
+@test
+def list_parameters_that_are_no_values_are_refused():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for q, name in (('timeoutSeconds=abc', 'timeoutSeconds'),
+                    ('timeoutSeconds=-1', 'timeoutSeconds'),
+                    ('includeObject=Everything', 'includeObject'),
+                    ('limit=%2B1', 'limit'), ('limit=%201', 'limit')):
+        st = kitest.status_of(d.get(coll + '?' + q), 400, 'BadRequest')
+        check(name in st['message'], '%s: %r' % (q, st))
+    eq(d.get(coll + '?timeoutSeconds=5&limit=1').status, 200, 'sound ones')
+    eq(d.get(coll + '?includeObject=None', headers={
+        'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'}).status,
+       200, 'includeObject=None')
+
+
+@test
+def unknown_query_parameters_are_warned_about():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for method, path, body in (
+            ('GET', coll + '?labelselector=a%3Db', None),
+            ('POST', coll + '?bogus=1', proto_doc('wq', 12)),
+            ('GET', coll + '/wq?bogus=1', None),
+            ('PATCH', coll + '/wq?bogus=1', {'metadata': {'labels': {
+                'a': 'b'}}}),
+            ('DELETE', coll + '/wq?dryRun=All&bogus=1', None)):
+        ct = 'application/merge-patch+json' if method == 'PATCH' else None
+        r = d.request(method, path, body=body, content_type=ct)
+        check(r.status < 300, '%s %s: %r' % (method, path, r))
+        w = r.headers.get_all('Warning') or []
+        name = 'labelselector' if 'labelselector' in path else 'bogus'
+        check(any(name in x and x.startswith('299 ') for x in w),
+              '%s %s: a Warning names %s: %r' % (method, path, name, w))
+    # What the endpoints read, and pretty/timeout, are not warned about.
+    for path in (coll + '?limit=1&labelSelector=a%3Db&pretty=true&'
+                 'timeout=30s', coll + '/wq?resourceVersion=0'):
+        r = d.get(path)
+        eq(r.headers.get_all('Warning'), None, 'no Warning for %s' % path)
+
+
+# ---- uploads ----
+
+@test
+def a_list_wrapper_holds_only_what_a_list_holds():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    item = proto_doc('lw-1', 13)
+    for extra, field in (({'foo': 1}, 'foo'),
+                         ({'apiVersion': 'v2'}, 'apiVersion'),
+                         ({'apiVersion': 'kernelindex.dev/v1alpha1'},
+                          'apiVersion')):
+        lst = {'apiVersion': 'v1', 'kind': 'List', 'items': [item]}
+        lst.update(extra)
+        for q in ('', '?fieldValidation=Strict', '?atomic=true'):
+            st = kitest.status_of(d.post(coll + q, lst), 400, 'BadRequest')
+            eq(kitest.cause_fields(st), [field], '%r%s: the cause' % (extra, q))
+    eq(d.get(coll + '/lw-1').status, 404, 'nothing stored')
+    for lst in ({'apiVersion': 'v1', 'kind': 'List', 'items': [item]},
+                {'kind': 'List', 'metadata': {}, 'items': [item]}):
+        r = d.post(coll, lst)
+        check(r.status in (200, 201), 'a sound List: %r' % r)
 
 
 if __name__ == '__main__':
