@@ -173,6 +173,40 @@ media_type(const char *ct, char *out, size_t n)
 	out[i] = '\0';
 }
 
+/* Does the Content-Type ct (may be NULL) name a charset other than
+ * UTF-8? JSON is UTF-8 (RFC 8259 8.1): a body said to be in another is
+ * refused (415), not read as UTF-8 in silence. */
+static int
+charset_bad(const char *ct)
+{
+	const char *p = ct != NULL ? strchr(ct, ';') : NULL;
+
+	for (; p != NULL; p = strchr(p, ';')) {
+		const char *v;
+		size_t n;
+
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncasecmp(p, "charset=", 8) != 0)
+			continue;
+		v = p + 8;
+		if (*v == '"')
+			v++;
+		n = strcspn(v, "\"; \t");
+		return !((n == 5 && strncasecmp(v, "utf-8", 5) == 0) ||
+		    (n == 4 && strncasecmp(v, "utf8", 4) == 0));
+	}
+	return 0;
+}
+
+static void
+charset_refused(api_resp *r)
+{
+	fail(r, 415, "UnsupportedMediaType", "the body's charset must be "
+	    "UTF-8 (JSON is UTF-8): send it as UTF-8, or drop the charset");
+}
+
 static int
 is_ndjson(const char *mt)
 {
@@ -553,6 +587,21 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 				return;
 		}
 		lo.continue_token = req->arg(req->cls, "continue");
+		{
+			/* The token says where the next page starts, and the
+			 * page is read at the newest version: a resourceVersion
+			 * beside it would be passed over. Refused, as
+			 * kube-apiserver refuses it. */
+			const char *rv = req->arg(req->cls, "resourceVersion");
+
+			if (lo.continue_token != NULL && *lo.continue_token != '\0' &&
+			    rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0) {
+				api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+				    "specifying resource version is not allowed when "
+				    "using continue");
+				return;
+			}
+		}
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");
 		api_list(rt->api, k, &lo, r);
@@ -922,6 +971,11 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		    "sent in the Authorization header (Bearer), never in the URL");
 		return;
 	}
+	if (strcmp(in->method, "GET") != 0 && strcmp(in->method, "HEAD") != 0 &&
+	    charset_bad(in->header(in->cls, "Content-Type"))) {
+		charset_refused(r);
+		return;
+	}
 	/* HEAD is GET without the body; the HTTP layer drops the body. */
 	if (strcmp(in->method, "HEAD") == 0) {
 		head = *in;
@@ -1107,6 +1161,10 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 	media_type(ct, mt, sizeof(mt));
 	if (!is_ndjson(mt))
 		return NULL;
+	if (charset_bad(ct)) {
+		charset_refused(r);
+		return NULL;
+	}
 	rest = p + plen + 1;
 	slash = strchr(rest, '/');
 	if ((slash != NULL && slash[1] != '\0') || api_kind_by_plural(rest,

@@ -16,11 +16,13 @@ port a 400 (both were passed over).
 Query parameters are read, not passed over: a token in the URL
 (access_token) is a 400; an object GET's resourceVersion that is no
 version is a 400 and one the store has not reached a 504, as a list's;
-a list's timeoutSeconds and an includeObject that are no values are 400;
+a list's timeoutSeconds and an includeObject that are no values are 400,
+as is a resourceVersion beside a continue token;
 a limit with a sign is 400; a parameter the endpoint does not know gets a
 Warning naming it. A List upload's wrapper holding a member other than
 kind, apiVersion, metadata and items, or an apiVersion other than v1, is
-a 400 (it was passed over, even under fieldValidation=Strict)."""
+a 400 (it was passed over, even under fieldValidation=Strict). A body
+whose Content-Type names a charset other than UTF-8 is 415."""
 import json
 import os
 import socket
@@ -326,6 +328,16 @@ def list_parameters_that_are_no_values_are_refused():
         st = kitest.status_of(d.get(coll + '?' + q), 400, 'BadRequest')
         check(name in st['message'], '%s: %r' % (q, st))
     eq(d.get(coll + '?timeoutSeconds=5&limit=1').status, 200, 'sound ones')
+    # A continue token with a resourceVersion: the version was passed over.
+    for i in range(3):
+        d.post(coll, proto_doc('lp-%d' % i, 30 + i))
+    tok = d.get(coll + '?limit=1').json()['metadata'].get('continue')
+    check(tok, 'a first page of one has a continue token')
+    st = kitest.status_of(d.get(coll + '?limit=1&resourceVersion=1&continue=' +
+                                tok), 400, 'BadRequest')
+    check('continue' in st['message'], 'says why: %r' % st)
+    eq(d.get(coll + '?limit=1&resourceVersion=0&continue=' + tok).status,
+       200, 'resourceVersion=0 (any) with continue')
     eq(d.get(coll + '?includeObject=None', headers={
         'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'}).status,
        200, 'includeObject=None')
@@ -377,6 +389,32 @@ def a_list_wrapper_holds_only_what_a_list_holds():
                 {'kind': 'List', 'metadata': {}, 'items': [item]}):
         r = d.post(coll, lst)
         check(r.status in (200, 201), 'a sound List: %r' % r)
+
+
+@test
+def a_body_in_another_charset_is_refused():
+    """JSON is UTF-8: a body declared ISO-8859-1 or UTF-16 was read as
+    UTF-8 in silence (Latin-1 bytes that happen to be valid UTF-8 change
+    meaning)."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    body = protocol('cs-1', 14)
+    for ct in ('application/json; charset=iso-8859-1',
+               'application/json;charset="UTF-16"',
+               'application/x-ndjson; charset=latin1'):
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type=ct), 415,
+                              'UnsupportedMediaType')
+        check('UTF-8' in st['message'], '%s: %r' % (ct, st))
+    st = kitest.status_of(d.request('PATCH', coll + '/cs-1', body=b'{}',
+                                    content_type='application/merge-patch+'
+                                    'json; charset=windows-1252'), 415,
+                          'UnsupportedMediaType')
+    eq(d.get(coll + '/cs-1').status, 404, 'nothing stored')
+    for ct in ('application/json; charset=utf-8',
+               'application/json; charset="UTF-8"', 'application/json'):
+        r = d.request('POST', coll, body=body, content_type=ct)
+        check(r.status in (200, 201), '%s: %r' % (ct, r))
 
 
 if __name__ == '__main__':
