@@ -235,7 +235,9 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
 	o->if_match = req->header(req->cls, "If-Match");
-	if (dry != NULL && *dry != '\0') {
+	/* An empty dryRun is no value either (kube-apiserver: 400), not
+	 * "no dry run": the client meant something. */
+	if (dry != NULL) {
 		if (strcmp(dry, "All") != 0) {
 			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
 			    "only supported value is All", dry);
@@ -376,6 +378,18 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	}
 	p->label_selector = ls ? strdup(ls) : NULL;
 	p->field_selector = fs ? strdup(fs) : NULL;
+	{
+		/* The stream's answer carries one Warning, of the first
+		 * parameter a watch does not read. */
+		api_resp w;
+
+		api_resp_init(&w);
+		warn_unknown_args(req, ARGS_LIST, &w);
+		if (w.nwarnings > 0)
+			snprintf(p->warning, sizeof(p->warning), "%s",
+			    w.warnings[0]);
+		api_resp_free(&w);
+	}
 	*watch = p;
 }
 

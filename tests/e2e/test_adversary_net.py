@@ -1,31 +1,42 @@
 #!/usr/bin/env python3
 """test_adversary_net — findings of an adversarial pass over the network
-and API side (HTTP framing over raw sockets, query parameters, upload
-wrappers), each checked against the behaviour it names:
-the request head is read as it was sent — a NUL in a header value (which
-libmicrohttpd cut the value short at: "Content-Length: 5<NUL>0" was 5), in
-the method or in the raw target, a control character in a header value, a
-line ended by a bare LF, a header line folded onto the previous one
-(obs-fold, which libmicrohttpd joined to the header's name), and a line
+and API side (HTTP framing over raw sockets, query parameters, uploads,
+access reviews), each checked against the behaviour it names.
+
+The request head is read as it was sent: a NUL in a header value (which
+libmicrohttpd cut the value short at: "Content-Length: 5<NUL>0" was 5),
+in the method or in the raw target, a control character in a header
+value, a line ended by a bare LF, a header line folded onto the previous
+one (obs-fold, which libmicrohttpd joined to the header's name) and a line
 starting with ':' (which ended libmicrohttpd's header section, the rest
 being read as a second request) are each a 400 Status and the connection
 is closed; a space or a control character in the target is a 400; heads
-that are sound (empty values, tabs, pipelining, HTTP/1.0) still work;
-an Expect other than 100-continue is 417 and a Host that is no host and
-port a 400 (both were passed over).
+that are sound (empty values, tabs, pipelining, HTTP/1.0) still work; an
+Expect other than 100-continue is 417 and a Host that is no host and port
+a 400 (both were passed over).
+
 Query parameters are read, not passed over: a token in the URL
 (access_token) is a 400; an object GET's resourceVersion that is no
-version is a 400 and one the store has not reached a 504, as a list's;
-a list's timeoutSeconds and an includeObject that are no values are 400,
-as is a resourceVersion beside a continue token;
-a limit with a sign is 400; a parameter the endpoint does not know gets a
-Warning naming it. A List upload's wrapper holding a member other than
-kind, apiVersion, metadata and items, or an apiVersion other than v1, is
-a 400 (it was passed over, even under fieldValidation=Strict). A body
-whose Content-Type names a charset other than UTF-8 is 415."""
+version is a 400 and one the store has not reached a 504, as a list's; a
+list's timeoutSeconds and an includeObject that are no values are 400, as
+is a resourceVersion beside a continue token; a limit with a sign is 400,
+and so is an empty dryRun (it was a real write); a parameter the endpoint
+does not know gets a Warning naming it, a watch's answer included.
+
+Uploads: a List's wrapper holding a member other than kind, apiVersion,
+metadata and items, or an apiVersion other than v1, is a 400 (it was
+passed over, even under fieldValidation=Strict); a body whose
+Content-Type names a charset other than UTF-8 is 415; an integer no
+double holds exactly (9007199254740993) is 422, not stored rounded.
+
+Access reviews agree with the writes for limited tokens: a
+source-limited token may not update or delete shared objects (asked with
+no name, or one not stored), and a limited token's rules list no
+Threshold write and are marked incomplete."""
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -96,7 +107,8 @@ def refused(d, raw, what):
     closed: nothing after the head is read as another request."""
     out, closed = exchange(d, raw)
     rs = answers(out)
-    eq([s for s, _, _ in rs], [400], '%s: the answers (%r)' % (what, out[:300]))
+    eq([s for s, _, _ in rs], [400],
+       '%s: the answers (%r)' % (what, out[:300]))
     st = json.loads(rs[0][2])
     eq(st.get('kind'), 'Status', '%s: a Status' % what)
     eq(st.get('reason'), 'BadRequest', '%s: reason' % what)
@@ -344,6 +356,21 @@ def list_parameters_that_are_no_values_are_refused():
 
 
 @test
+def an_empty_dry_run_is_refused():
+    """?dryRun= (empty) was a real write: a client that meant a dry run
+    and lost the value stored its object."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    st = kitest.status_of(d.post(coll + '?dryRun=', proto_doc('dry-e', 15)),
+                          400, 'BadRequest')
+    check('dryRun' in st['message'], 'names dryRun: %r' % st)
+    eq(d.get(coll + '/dry-e').status, 404, 'nothing stored')
+    eq(d.post(coll + '?dryRun=All', proto_doc('dry-e', 15)).status, 201,
+       'a dry run')
+    eq(d.get(coll + '/dry-e').status, 404, 'nothing stored by a dry run')
+
+
+@test
 def unknown_query_parameters_are_warned_about():
     d = daemon()
     coll = G + '/benchmarkprotocols'
@@ -361,6 +388,11 @@ def unknown_query_parameters_are_warned_about():
         name = 'labelselector' if 'labelselector' in path else 'bogus'
         check(any(name in x and x.startswith('299 ') for x in w),
               '%s %s: a Warning names %s: %r' % (method, path, name, w))
+    # A watch's answer carries the Warning too.
+    r = d.get(coll + '?watch=1&timeoutSeconds=1&sendInitialEvents=true')
+    eq(r.status, 200, 'the watch')
+    w = r.headers.get_all('Warning') or []
+    check(any('sendInitialEvents' in x for x in w), 'watch Warning: %r' % w)
     # What the endpoints read, and pretty/timeout, are not warned about.
     for path in (coll + '?limit=1&labelSelector=a%3Db&pretty=true&'
                  'timeout=30s', coll + '/wq?resourceVersion=0'):
@@ -383,7 +415,8 @@ def a_list_wrapper_holds_only_what_a_list_holds():
         lst.update(extra)
         for q in ('', '?fieldValidation=Strict', '?atomic=true'):
             st = kitest.status_of(d.post(coll + q, lst), 400, 'BadRequest')
-            eq(kitest.cause_fields(st), [field], '%r%s: the cause' % (extra, q))
+            eq(kitest.cause_fields(st), [field],
+               '%r%s: the cause' % (extra, q))
     eq(d.get(coll + '/lw-1').status, 404, 'nothing stored')
     for lst in ({'apiVersion': 'v1', 'kind': 'List', 'items': [item]},
                 {'kind': 'List', 'metadata': {}, 'items': [item]}):
@@ -415,6 +448,127 @@ def a_body_in_another_charset_is_refused():
                'application/json; charset="UTF-8"', 'application/json'):
         r = d.request('POST', coll, body=body, content_type=ct)
         check(r.status in (200, 201), '%s: %r' % (ct, r))
+
+
+@test
+def integers_a_double_cannot_hold_are_refused():
+    """RFC 8785 reads numbers as doubles: 9007199254740993 was stored,
+    hashed and served as 9007199254740992, the client's figure changed in
+    silence."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i, lit in enumerate(('9007199254740993', '-9007199254740993',
+                             '123456789012345678', '18014398509481985')):
+        body = protocol('big-%d' % i, 1).replace(b'"repetitions": 1',
+                                                 b'"repetitions": ' +
+                                                 lit.encode())
+        check(lit.encode() in body, 'the literal is in the body')
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type='application/json'),
+                              422, 'Invalid')
+        eq(kitest.cause_fields(st), ['spec.measurement.repetitions'],
+           '%s: the cause' % lit)
+        eq(d.get(coll + '/big-%d' % i).status, 404, '%s: not stored' % lit)
+    # Integers a double holds are kept as sent.
+    for i, lit in enumerate(('9007199254740992', '18014398509481984')):
+        body = protocol('big-ok-%d' % i, 1).replace(b'"repetitions": 1',
+                                                    b'"repetitions": ' +
+                                                    lit.encode())
+        r = d.request('POST', coll, body=body, content_type='application/json')
+        eq(r.status, 201, '%s: %r' % (lit, r))
+        check(b'"repetitions":' + lit.encode() in d.get(coll + '/big-ok-%d'
+                                                         % i).body,
+              '%s is served as sent' % lit)
+
+
+# ---- access reviews ----
+
+def make_token(data_dir, *args):
+    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
+                       + list(args), capture_output=True, text=True,
+                       timeout=60)
+    eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
+    return p.stdout.strip()
+
+
+@test
+def access_reviews_agree_with_the_writes_of_limited_tokens():
+    """A source-limited token was told it may delete or update shared
+    objects (with no name, or a name not stored), and the rules review
+    listed every verb on every kind, Thresholds included, as complete:
+    each of those writes is 403."""
+    data = kitest.tempdir('kitest-advnet-')
+    liger = make_token(data, 'create', '--role', 'writer', '--source',
+                       'liger-kernel-bench')
+    team = make_token(data, 'create', '--role', 'writer', '--prefix',
+                      'team-')
+    writer = make_token(data, 'create', '--role', 'writer')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    eq(d.post(G + '/benchmarkprotocols', proto_doc('shared-p', 40),
+              headers={'Authorization': 'Bearer ' + writer}).status, 201,
+       'a shared protocol')
+    authz = '/apis/authorization.k8s.io/v1/'
+
+    def can(t, verb, res, name=None):
+        ra = {'group': 'kernelindex.dev', 'resource': res, 'verb': verb}
+        if name:
+            ra['name'] = name
+        r = d.post(authz + 'selfsubjectaccessreviews', {
+            'apiVersion': 'authorization.k8s.io/v1',
+            'kind': 'SelfSubjectAccessReview',
+            'spec': {'resourceAttributes': ra}},
+            headers={'Authorization': 'Bearer ' + t})
+        eq(r.status, 201, 'review: %r' % r)
+        return r.json()['status']['allowed']
+
+    for verb in ('update', 'delete', 'patch'):
+        for name in (None, 'shared-p'):
+            eq(can(liger, verb, 'benchmarkprotocols', name), False,
+               'liger %s protocols %s' % (verb, name))
+        eq(can(liger, verb, 'benchmarkruns'), False,
+           'liger %s any run' % verb)
+        eq(can(team, verb, 'benchmarkprotocols'), False,
+           'team %s any protocol' % verb)
+        eq(can(writer, verb, 'benchmarkprotocols'), True,
+           'writer %s protocols' % verb)
+    for verb in ('update', 'delete'):
+        eq(can(liger, verb, 'benchmarkprotocols', 'not-stored'), False,
+           'liger %s a protocol not stored' % verb)
+        eq(can(team, verb, 'benchmarkprotocols', 'team-x'), True,
+           'team %s team-x' % verb)
+    eq(can(liger, 'create', 'benchmarkprotocols'), True, 'liger creates')
+    # The writes agree.
+    r = d.delete(G + '/benchmarkprotocols/shared-p',
+                 headers={'Authorization': 'Bearer ' + liger})
+    kitest.status_of(r, 403, 'Forbidden')
+
+    def rules(t):
+        r = d.post(authz + 'selfsubjectrulesreviews', {
+            'apiVersion': 'authorization.k8s.io/v1',
+            'kind': 'SelfSubjectRulesReview', 'spec': {}},
+            headers={'Authorization': 'Bearer ' + t})
+        eq(r.status, 201, 'rules review: %r' % r)
+        st = r.json()['status']
+        out = {}
+        for rule in st['resourceRules']:
+            if rule['apiGroups'] == ['kernelindex.dev']:
+                for res in rule['resources']:
+                    out.setdefault(res, set()).update(rule['verbs'])
+        return st, out
+
+    st, got = rules(liger)
+    eq(st.get('incomplete'), True, 'a limited token\'s rules are incomplete')
+    check('thresholds' not in got, 'no Threshold write: %r' % got)
+    eq(got.get('benchmarkprotocols', set()) - {'get', 'list', 'watch'},
+       {'create'}, 'liger on protocols')
+    eq(got.get('benchmarkruns', set()) >= {'create', 'update', 'patch',
+                                           'delete'}, True, 'liger on runs')
+    st, got = rules(team)
+    eq(st.get('incomplete'), True, 'prefix: incomplete')
+    check('thresholds' not in got, 'no Threshold write for team: %r' % got)
+    st, got = rules(writer)
+    eq(st.get('incomplete'), False, 'a writer\'s rules are complete')
+    check('delete' in got.get('thresholds', set()), 'writer: %r' % got)
 
 
 if __name__ == '__main__':
