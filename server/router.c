@@ -117,6 +117,11 @@ static const char *const ARGS_ANY[] = { "pretty", "timeout", NULL };
 static const char *const ARGS_LIST[] = { "limit", "continue",
 	"labelSelector", "fieldSelector", "resourceVersion",
 	"resourceVersionMatch", "watch", "allowWatchBookmarks",
+	"timeoutSeconds", "includeObject", NULL };
+/* The runs' list also answers in CSV. */
+static const char *const ARGS_LIST_RUNS[] = { "limit", "continue",
+	"labelSelector", "fieldSelector", "resourceVersion",
+	"resourceVersionMatch", "watch", "allowWatchBookmarks",
 	"timeoutSeconds", "includeObject", "format", "versionLabel", NULL };
 static const char *const ARGS_GET[] = { "resourceVersion", "includeObject",
 	NULL };
@@ -384,7 +389,8 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 		api_resp w;
 
 		api_resp_init(&w);
-		warn_unknown_args(req, ARGS_LIST, &w);
+		warn_unknown_args(req, k->id == API_RUN ? ARGS_LIST_RUNS :
+		    ARGS_LIST, &w);
 		if (w.nwarnings > 0)
 			snprintf(p->warning, sizeof(p->warning), "%s",
 			    w.warnings[0]);
@@ -619,7 +625,8 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");
 		api_list(rt->api, k, &lo, r);
-		warn_unknown_args(req, ARGS_LIST, r);
+		warn_unknown_args(req, k->id == API_RUN ? ARGS_LIST_RUNS :
+		    ARGS_LIST, r);
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0) {
@@ -1202,5 +1209,7 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	if ((s = api_stream_open(rt->api, &wo)) == NULL)
 		api_fail_rc(r, KI_ENOMEM, "starting the upload");
+	else
+		warn_unknown_args(req, ARGS_CREATE, r);
 	return s;
 }

@@ -376,6 +376,7 @@ def unknown_query_parameters_are_warned_about():
     coll = G + '/benchmarkprotocols'
     for method, path, body in (
             ('GET', coll + '?labelselector=a%3Db', None),
+            ('GET', coll + '?format=csv&bogus=1', None),
             ('POST', coll + '?bogus=1', proto_doc('wq', 12)),
             ('GET', coll + '/wq?bogus=1', None),
             ('PATCH', coll + '/wq?bogus=1', {'metadata': {'labels': {
@@ -385,9 +386,17 @@ def unknown_query_parameters_are_warned_about():
         r = d.request(method, path, body=body, content_type=ct)
         check(r.status < 300, '%s %s: %r' % (method, path, r))
         w = r.headers.get_all('Warning') or []
-        name = 'labelselector' if 'labelselector' in path else 'bogus'
-        check(any(name in x and x.startswith('299 ') for x in w),
-              '%s %s: a Warning names %s: %r' % (method, path, name, w))
+        for name in ('labelselector', 'bogus', 'format'):
+            if name + '=' in path:
+                check(any(name in x and x.startswith('299 ') for x in w),
+                      '%s %s: a Warning names %s: %r' % (method, path,
+                                                          name, w))
+    # So does a streamed NDJSON upload's.
+    r = d.request('POST', coll + '?bogus=2', body=protocol('wq-nd', 16) +
+                  b'\n', content_type='application/x-ndjson')
+    eq(r.status, 201, 'NDJSON: %r' % r)
+    w = r.headers.get_all('Warning') or []
+    check(any('bogus' in x for x in w), 'NDJSON Warning: %r' % w)
     # A watch's answer carries the Warning too.
     r = d.get(coll + '?watch=1&timeoutSeconds=1&sendInitialEvents=true')
     eq(r.status, 200, 'the watch')
@@ -395,7 +404,8 @@ def unknown_query_parameters_are_warned_about():
     check(any('sendInitialEvents' in x for x in w), 'watch Warning: %r' % w)
     # What the endpoints read, and pretty/timeout, are not warned about.
     for path in (coll + '?limit=1&labelSelector=a%3Db&pretty=true&'
-                 'timeout=30s', coll + '/wq?resourceVersion=0'):
+                 'timeout=30s', coll + '/wq?resourceVersion=0',
+                 G + '/benchmarkruns?format=csv&versionLabel=v'):
         r = d.get(path)
         eq(r.headers.get_all('Warning'), None, 'no Warning for %s' % path)
 
