@@ -156,7 +156,11 @@ warn_unknown_args(const http_req *req, const char *const *known,
 	if (n > sizeof(names) / sizeof(names[0]))
 		n = sizeof(names) / sizeof(names[0]);
 	for (size_t i = 0; i < n; i++) {
-		if (listed(known, names[i]) || listed(ARGS_ANY, names[i]))
+		size_t k = 0;
+
+		while (k < i && strcmp(names[k], names[i]) != 0)
+			k++;
+		if (k < i || listed(known, names[i]) || listed(ARGS_ANY, names[i]))
 			continue;
 		api_resp_warn(r, "unknown query parameter \"%.64s\" ignored",
 		    names[i]);
