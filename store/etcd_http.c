@@ -154,6 +154,13 @@ et_conn_get(et_store *e)
 }
 
 void
+et_conn_timeout(et_store *e, et_conn *c, long ms)
+{
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, ms > 0 ? ms :
+	    e->timeout_ms);
+}
+
+void
 et_conn_put(et_store *e, et_conn *c)
 {
 	if (c == NULL)

@@ -1165,6 +1165,9 @@ commit_top(store_txn *t)
 	ki_buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":");
 	et_b64(&b, key, klen);
 	ki_buf_puts(&b, "}}]}");
+	/* A large Txn (a bulk upload's thousands of keys) may take etcd a
+	 * while: its outcome unknown after a timeout is worse than a wait. */
+	et_conn_timeout(e, w->conn, e->timeout_ms * ET_TXN_TIMEOUTS);
 	if (b.oom)
 		rc = KI_ENOMEM;
 	else
@@ -1183,6 +1186,7 @@ commit_top(store_txn *t)
 		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
 	}
 	ki_buf_free(&b);
+	et_conn_timeout(e, w->conn, 0);
 	if (rc == KI_OK && (!json_object_object_get_ex(resp, "succeeded", &ok) ||
 	    !json_object_get_boolean(ok)))
 		rc = KI_ECONFLICT;
