@@ -945,6 +945,29 @@ top_free(store_txn *t)
 	free(t);
 }
 
+/* A write transaction served by the watch cache begins at etcd's latest
+ * state: one range request reads m/rv's revision there, and when the
+ * cache is behind it the transaction waits for the cache and reads again,
+ * so that its commit conflicts only with a commit made while it ran. */
+static int
+write_fresh(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	char key[512];
+	int64_t mod;
+	int rc;
+
+	if ((rc = et_rv_mod_now(e, w->conn, key, et_key(e, key, 'm', "rv", 2),
+	    &mod)) != KI_OK || mod <= w->rv_mod)
+		return rc;
+	(void)et_wc_wait(e, mod, ET_WAIT_MS);
+	et_wc_end(e, w->rev);
+	w->cached = 0;
+	reads_free(w);
+	return read_meta(t);
+}
+
 int
 et_begin(store *s, int write, store_txn **out)
 {
@@ -967,6 +990,8 @@ et_begin(store *s, int write, store_txn **out)
 		rc = KI_ENOMEM;
 	else
 		rc = read_meta(t);
+	if (rc == KI_OK && write && t->top->cached)
+		rc = write_fresh(t);
 	if (rc != KI_OK) {
 		top_free(t);
 		return rc;

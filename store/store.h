@@ -22,7 +22,11 @@
  *
  * What every backend provides:
  *  - Transactions see one consistent state (snapshot isolation) and a
- *    write transaction is all or nothing. A child transaction
+ *    write transaction is all or nothing. A process sees its own commits
+ *    at once; where several processes share a store (etcd), another
+ *    process's commit may be seen a moment later, unless store_sync
+ *    reached it first (a lookup that finds nothing as a read
+ *    transaction's first read reaches it on its own: store/etcd.h). A child transaction
  *    (store_begin_child) is a savepoint of its parent: its writes join
  *    the parent's when it commits and vanish when it aborts. An engine
  *    without nested transactions keeps a transaction's writes in memory
