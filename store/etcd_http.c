@@ -629,6 +629,11 @@ et_stream(et_store *e, const char *path, const char *body, size_t len,
 		 * shut down. */
 		curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, 1L);
 		curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
+		/* A member that vanishes without closing the connection
+		 * ends the stream too. */
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPIDLE, 10L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPINTVL, 5L);
 		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION,
 		    on_stream_open);
 		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETDATA, &st);
