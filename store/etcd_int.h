@@ -298,6 +298,7 @@ int et_scan(store_txn *t, const char *start, size_t slen, const char *end,
 int et_scan_remote(store_txn *t, const char *start, size_t slen,
 	const char *end, size_t elen, et_scan_fn fn, void *arg);
 int et_begin(store *s, int write, store_txn **out);
+int et_begin_ahead(store *s, store_txn **out);
 /* m/rv's mod_revision in etcd now (key, klen: P m/rv; 0: absent), read
  * with et_post_read. */
 int et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,

@@ -1004,6 +1004,16 @@ et_confirm(store_txn *t, int fresh)
 }
 
 int
+et_begin_ahead(store *s, store_txn **out)
+{
+	int rc = et_begin(s, 0, out);
+
+	if (rc == KI_OK)
+		(*out)->top->confirmed = 1;   /* no confirmation: see store.h */
+	return rc;
+}
+
+int
 et_begin_child(store_txn *parent, store_txn **out)
 {
 	store_txn *t;

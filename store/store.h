@@ -147,6 +147,13 @@ const char *store_backend_name(const store *s);
  * KI_EIO when the store cannot take writes now (its space is exhausted, an
  * earlier background write failed). */
 int store_begin(store *s, int write, store_txn **out);
+/* Begins a read transaction whose answers only prepare a write that reads
+ * them again (a read ahead of a write: what a request renders before its
+ * job runs in the committer's transaction). A backend whose reads may lag
+ * other processes' commits (etcd's watch cache) answers from its copy
+ * without asking the engine about a lookup that misses; the write
+ * transaction decides. Otherwise store_begin(s, 0, out). */
+int store_begin_ahead(store *s, store_txn **out);
 /* Begins a child of a write transaction (a savepoint): its writes join
  * the parent's when it commits, and vanish when it aborts. Used to batch
  * many requests into one durable commit (group commit, below). */
