@@ -79,6 +79,7 @@ open_etcd(store **out, const api_store_cfg *c, const store_options *so)
 	eo.cert = or_null(c->etcd_cert);
 	eo.key = or_null(c->etcd_key);
 	eo.user = or_null(c->etcd_user);
+	eo.nocache = c->etcd_nocache;
 	password[0] = '\0';
 	if (or_null(c->etcd_password_file) != NULL)
 		rc = read_secret(c->etcd_password_file, password,
@@ -105,8 +106,13 @@ api_store_open(store **out, const api_store_cfg *c, int shared, int nosync)
 	so.facets = api_store_facets;
 	so.shared = shared;
 	so.nosync = nosync;
-	if (c->backend != NULL && strcmp(c->backend, "etcd") == 0)
-		return open_etcd(out, c, &so);
+	if (c->backend != NULL && strcmp(c->backend, "etcd") == 0) {
+		api_store_cfg ec = *c;
+
+		/* An admin command beside the daemon reads once: no copy. */
+		ec.etcd_nocache |= shared;
+		return open_etcd(out, &ec, &so);
+	}
 	return store_lmdb_open(out, c->dir, &so, &lo);
 }
 

@@ -24,12 +24,15 @@ typedef struct api_store_cfg {
 	const char *etcd_endpoints, *etcd_prefix;
 	const char *etcd_cacert, *etcd_cert, *etcd_key;
 	const char *etcd_user, *etcd_password_file;
+	/* etcd: every read asks etcd (no watch cache; config etcd-cache). */
+	int etcd_nocache;
 } api_store_cfg;
 
 /* Opens the store c names with the API's facet function: LMDB's in
  * c->dir (map_size bytes of map, growing up to map_max) or etcd's; shared:
  * another process (a running daemon) may have it open (the admin
- * commands); nosync: commits are not synced (tests). Returns KI_OK with
+ * commands, which keep no watch cache); nosync: commits are not synced
+ * (tests). Returns KI_OK with
  * *out, which the caller closes with api_store_close(). KI_EIO when the
  * etcd password file cannot be read. */
 int api_store_open(store **out, const api_store_cfg *c, int shared,

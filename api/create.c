@@ -38,15 +38,27 @@ create_write(store_txn *txn, void *arg)
 	uint64_t rv0 = store_rv(txn);   /* before the writes: a dry run's */
 	int rc;
 
-	/* A job that may run again (job.rerun) starts from what admission
-	 * left: one element, admitted. */
+	/* A job that may run again (job.rerun, job.again) starts from what
+	 * admission left. */
 	j->any_created = 0;
 	r->created = NULL;
-	if (j->job.rerun) {
-		j->u.els[0].failed = 0;
-		api_status_free(&j->u.els[0].st);
-		api_status_init(&j->u.els[0].st);
+	if (!j->ran) {
+		j->ran = 1;
+		j->warn_mark = r->nwarnings;
 	}
+	/* A run before this one warned too. */
+	while (r->nwarnings > j->warn_mark)
+		free(r->warnings[--r->nwarnings]);
+	if (j->job.rerun || j->job.again)
+		for (size_t i = 0; i < j->u.n; i++) {
+			element *e = &j->u.els[i];
+
+			if (e->refused)
+				continue;
+			e->failed = 0;
+			api_status_free(&e->st);
+			api_status_init(&e->st);
+		}
 	for (size_t i = 0; i < j->u.n; i++) {
 		element *e = &j->u.els[i];
 
@@ -177,7 +189,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		 * answers when it is done. The rendering of new objects happens
 		 * here, on this request's thread, so that the one thread that
 		 * writes does little more than store them. */
-		if (store_begin(ctx->st, 0, &txn) == KI_OK) {
+		if (store_begin_ahead(ctx->st, &txn) == KI_OK) {
 			for (size_t i = 0; i < j->u.n; i++)
 				for (size_t k = 0; !j->u.els[i].failed &&
 				    k < j->u.els[i].ndocs; k++)
@@ -190,6 +202,12 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		/* One document or bundle: create_write can run it again from the
 		 * start, so it needs no transaction of its own. */
 		j->job.rerun = !j->bulk && j->u.n == 1;
+		/* A List or NDJSON runs in a child transaction of its own, and
+		 * again from the start when another daemon's commit came
+		 * first (a store several daemons share). */
+		j->job.again = 1;
+		for (size_t i = 0; i < j->u.n; i++)
+			j->u.els[i].refused = j->u.els[i].failed;
 		j->user_done = NULL;
 		j->job.done = create_done;
 		r->job = &j->job;

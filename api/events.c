@@ -278,6 +278,10 @@ api_watch_check_rv(store *st, uint64_t rv, api_resp *r)
 	uint64_t cur;
 	int rc;
 
+	/* A store whose reads may lag (etcd's watch cache) first reaches
+	 * rv, as kube-apiserver's cache waits. */
+	if (rv > 0)
+		(void)store_sync(st, rv, 3000);
 	if ((rc = store_begin(st, 0, &t)) != KI_OK) {
 		api_fail_rc(r, rc, "reading the store");
 		return rc;

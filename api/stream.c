@@ -284,6 +284,30 @@ stream_write(store_txn *txn, void *arg)
 	api_stream *s = j->stream;
 	size_t created = 0, unchanged = 0, failed = 0;
 
+	/* Run again after another daemon's commit came first (job.again):
+	 * the items the run before rendered go, and its elements start
+	 * from what admission left. A run that stopped the upload stays
+	 * its answer. */
+	if (j->ran) {
+		if (j->ran_failed)
+			return KI_ECONFLICT;
+		s->items.len = j->items_mark;
+		if (s->items.data != NULL)
+			s->items.data[s->items.len] = '\0';
+		s->first = j->first_mark;
+		for (size_t i = 0; i < j->u.n; i++) {
+			element *e = &j->u.els[i];
+
+			if (e->refused)
+				continue;
+			e->failed = 0;
+			api_status_free(&e->st);
+			api_status_init(&e->st);
+		}
+	}
+	j->ran = 1;
+	j->items_mark = s->items.len;
+	j->first_mark = s->first;
 	for (size_t i = 0; i < j->u.n; i++) {
 		element *e = &j->u.els[i];
 		int rc;
@@ -297,6 +321,7 @@ stream_write(store_txn *txn, void *arg)
 				s->fatal_line = j->u.els[0].index;
 			}
 			stream_fail(s, rc, "writing to the store", j->u.els[0].index);
+			j->ran_failed = 1;
 			return rc;
 		}
 		count_element(e, &created, &unchanged, &failed);
@@ -305,6 +330,7 @@ stream_write(store_txn *txn, void *arg)
 	j->any_created = created > 0;
 	if (s->items.oom) {
 		stream_fail(s, KI_ENOMEM, "rendering the answer", j->u.els[0].index);
+		j->ran_failed = 1;
 		return KI_ENOMEM;
 	}
 	s->created += created;
@@ -347,6 +373,9 @@ api_stream_submit(api_stream *s, store_job *job, store_job_done done,
 
 	j->job.fn = stream_write;
 	j->job.arg = j;
+	j->job.again = 1;
+	for (size_t i = 0; i < j->u.n; i++)
+		j->u.els[i].refused = j->u.els[i].failed;
 	j->job.done = stream_done;
 	j->job.cookie = cookie;
 	s->user_done = done;

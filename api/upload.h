@@ -19,6 +19,9 @@ typedef struct element {
 	api_status st;        /* why it failed */
 	api_unknown unk;
 	int failed;
+	/* Failed before the write (parsing, admission): stays failed when
+	 * the job runs again (store_job.again). */
+	int refused;
 } element;
 
 /* The elements of one body, in order. */
@@ -36,6 +39,11 @@ typedef struct create_job {
 	api_resp *r;
 	store_job_done user_done;    /* the caller's, run after finishing */
 	struct api_stream *stream; /* a chunk of this streamed upload */
+	/* fn ran before (the committer runs it again after a conflict):
+	 * what it must undo first. */
+	int ran, ran_failed;
+	size_t warn_mark, items_mark;
+	int first_mark;
 } create_job;
 
 /* Parsing (upload.c; each function's contract is above its definition).

@@ -62,6 +62,9 @@ static const opt opts[] = {
 	{ "etcd-password-file", T_STRING, F(etcd_password_file),
 	  sizeof(((ki_config *)0)->etcd_password_file), "", 0, 0,
 	  "file whose first line is etcd-user's password" },
+	{ "etcd-cache", T_BOOL, F(etcd_cache), 0, "true", 0, 1,
+	  "serve reads from a copy of the store kept by etcd's watch (false: "
+	  "every read asks etcd; store etcd only)" },
 	{ "data-dir", T_STRING, F(data_dir), sizeof(((ki_config *)0)->data_dir),
 	  "./data", 0, 0, "directory of the LMDB store" },
 	{ "static-dir", T_STRING, F(static_dir),

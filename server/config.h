@@ -20,6 +20,7 @@ typedef struct ki_config {
 	char etcd_key[1024];        /* store etcd: its private key */
 	char etcd_user[128];        /* store etcd: etcd user (--auth) */
 	char etcd_password_file[1024]; /* store etcd: file of its password */
+	int etcd_cache;             /* store etcd: the watch cache serves reads */
 	char data_dir[1024];
 	char static_dir[1024];
 	char log_level[16];

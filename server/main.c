@@ -170,6 +170,7 @@ open_store(const ki_config *cfg, int shared, int nosync, store **st)
 		.etcd_cert = cfg->etcd_cert, .etcd_key = cfg->etcd_key,
 		.etcd_user = cfg->etcd_user,
 		.etcd_password_file = cfg->etcd_password_file,
+		.etcd_nocache = !cfg->etcd_cache,
 	};
 
 	return api_store_open(st, &c, shared, nosync);
@@ -353,6 +354,8 @@ migrate_spec(const ki_config *cfg, const char *spec, api_store_cfg *c)
 	c->etcd_key = cfg->etcd_key;
 	c->etcd_user = cfg->etcd_user;
 	c->etcd_password_file = cfg->etcd_password_file;
+	/* One pass over each store: no copy kept of either. */
+	c->etcd_nocache = 1;
 	if (strncmp(spec, "lmdb:", 5) == 0 && spec[5] != '\0') {
 		c->backend = "lmdb";
 		c->dir = spec + 5;

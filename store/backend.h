@@ -12,6 +12,8 @@ typedef struct store_ops {
 	void (*close)(store *s);
 	int (*begin)(store *s, int write, store_txn **out);
 	int (*begin_child)(store_txn *parent, store_txn **out);
+	/* store_begin_ahead (NULL: begin(s, 0, out)). */
+	int (*begin_ahead)(store *s, store_txn **out);
 	int (*commit)(store_txn *t);
 	void (*abort)(store_txn *t);
 	uint64_t (*writes)(store_txn *t);
@@ -51,6 +53,8 @@ typedef struct store_ops {
 	int (*verify)(store *s, int repair, store_check_fn check,
 		store_problem_fn problem, void *arg, store_verify_stats *out);
 	int (*idle)(store *s);
+	/* store_sync (NULL: reads never lag). */
+	int (*sync)(store *s, uint64_t rv, long timeout_ms);
 	/* Hands one formatted line to the store's log hook, if any. */
 	void (*logline)(const store *s, int level, const char *line);
 } store_ops;

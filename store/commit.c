@@ -39,7 +39,7 @@ static int
 all_rerun(const store_job *jobs)
 {
 	for (const store_job *j = jobs; j != NULL; j = j->next)
-		if (!j->rerun)
+		if (!j->rerun && !j->again)
 			return 0;
 	return 1;
 }
@@ -101,8 +101,8 @@ again:
 		}
 		/* Another process committed since the batch began (a store
 		 * that several daemons share: etcd). Jobs that may run again
-		 * run again over the new state; a batch holding any other is
-		 * answered with the conflict. */
+		 * (rerun or again) run again over the new state; a batch
+		 * holding any other is answered with the conflict. */
 		if (rc == KI_ECONFLICT && conflicts < COMMIT_RETRIES &&
 		    all_rerun(jobs)) {
 			conflicts++;

@@ -40,6 +40,14 @@ store_begin(store *s, int write, store_txn **out)
 }
 
 int
+store_begin_ahead(store *s, store_txn **out)
+{
+	if (ops_of(s)->begin_ahead == NULL)
+		return ops_of(s)->begin(s, 0, out);
+	return ops_of(s)->begin_ahead(s, out);
+}
+
+int
 store_begin_child(store_txn *parent, store_txn **out)
 {
 	return ops_of(store_of(parent))->begin_child(parent, out);
@@ -205,6 +213,14 @@ store_verify(store *s, int repair, store_check_fn check,
 	store_problem_fn problem, void *arg, store_verify_stats *out)
 {
 	return ops_of(s)->verify(s, repair, check, problem, arg, out);
+}
+
+int
+store_sync(store *s, uint64_t rv, long timeout_ms)
+{
+	if (ops_of(s)->sync == NULL)
+		return KI_OK;
+	return ops_of(s)->sync(s, rv, timeout_ms);
 }
 
 int

@@ -90,18 +90,39 @@ get_via(store_txn *t, char part, int kind, const char *name, size_t len,
 	return rc;
 }
 
+/* A lookup that found nothing in a transaction the watch cache serves is
+ * asked again once the cache has what etcd has (et_confirm): what
+ * another daemon wrote is found at once. */
+static int
+recheck(store_txn *t, int fresh, int rc)
+{
+	if (rc != KI_ENOTFOUND)
+		return 0;
+	return et_confirm(t, fresh);
+}
+
 static int
 et_get_by_name(store_txn *t, int kind, const char *name, size_t len,
 	store_obj *out)
 {
-	return get_via(t, 'n', kind, name, len, out);
+	int fresh = !t->top->observed, c;
+	int rc = get_via(t, 'n', kind, name, len, out);
+
+	if ((c = recheck(t, fresh, rc)) == 1)
+		rc = get_via(t, 'n', kind, name, len, out);
+	return c < 0 ? c : rc;
 }
 
 static int
 et_get_by_natkey(store_txn *t, int kind, const char *key, size_t len,
 	store_obj *out)
 {
-	return get_via(t, 'k', kind, key, len, out);
+	int fresh = !t->top->observed, c;
+	int rc = get_via(t, 'k', kind, key, len, out);
+
+	if ((c = recheck(t, fresh, rc)) == 1)
+		rc = get_via(t, 'k', kind, key, len, out);
+	return c < 0 ? c : rc;
 }
 
 
@@ -140,7 +161,7 @@ remote_first(store_txn *t, const char *key, size_t n, const char *end,
 }
 
 static int
-et_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	store_obj *out)
 {
 	char key[128], end[128], rkey[128];
@@ -176,9 +197,22 @@ et_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 	return et_get_by_seq(t, id, out);
 }
 
+static int
+et_get_by_digest(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
+	store_obj *out)
+{
+	int fresh = !t->top->observed, c;
+	int rc = get_by_digest(t, digest, out);
+
+	if ((c = recheck(t, fresh, rc)) == 1)
+		rc = get_by_digest(t, digest, out);
+	return c < 0 ? c : rc;
+}
+
 static uint64_t
 et_rv(store_txn *t)
 {
+	t->top->observed = 1;
 	return t->top->rv;
 }
 
@@ -197,6 +231,7 @@ et_writes(store_txn *t)
 static int
 et_changes(store_txn *t, uint64_t *out)
 {
+	t->top->observed = 1;
 	*out = t->top->changes;
 	return KI_OK;
 }
@@ -204,6 +239,7 @@ et_changes(store_txn *t, uint64_t *out)
 static uint64_t
 et_oldest_event(store_txn *t)
 {
+	t->top->observed = 1;
 	return t->top->rv > t->top->trim ? t->top->trim + 1 : 0;
 }
 
@@ -489,9 +525,14 @@ et_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 	const char **value, size_t *len)
 {
 	char key[128];
+	size_t n = et_key(es(t), key, 't', hash, STORE_DIGEST_LEN);
+	int fresh = !t->top->observed, c;
+	int rc = et_get(t, key, n, value, len);
 
-	return et_get(t, key, et_key(es(t), key, 't', hash, STORE_DIGEST_LEN),
-	    value, len);
+	/* A token made through another daemon works at once. */
+	if ((c = recheck(t, fresh, rc)) == 1)
+		rc = et_get(t, key, n, value, len);
+	return c < 0 ? c : rc;
 }
 
 static int
@@ -650,6 +691,29 @@ et_idle(store *s)
 	return KI_OK;
 }
 
+static int
+et_sync(store *s, uint64_t rv, long timeout_ms)
+{
+	et_store *e = (et_store *)(void *)s;
+	et_conn *c;
+	char key[512];
+	int64_t mod = 0;
+	int rc;
+
+	if (e->wc == NULL)
+		return KI_OK;
+	if (rv > 0)
+		return et_wc_wait_rv(e, rv, timeout_ms);
+	/* Everything committed so far: m/rv's revision in etcd now. */
+	if ((c = et_conn_get(e)) == NULL)
+		return KI_ENOMEM;
+	rc = et_rv_mod_now(e, c, key, et_key(e, key, 'm', "rv", 2), &mod);
+	et_conn_put(e, c);
+	if (rc == KI_OK && et_wc_wait(e, mod, timeout_ms) != KI_OK)
+		rc = KI_ELIMIT;
+	return rc;
+}
+
 static void
 et_logline(const store *s, int level, const char *line)
 {
@@ -665,6 +729,8 @@ et_close(store *s)
 	et_store *e = (et_store *)(void *)s;
 
 	et_follow_stop(e);
+	if (e->wc != NULL)
+		et_wc_stop(e);
 	et_http_close(e);
 	free(e->prefix);
 	pthread_mutex_destroy(&e->mu);
@@ -677,6 +743,7 @@ static const store_ops et_ops = {
 	.close = et_close,
 	.begin = et_begin,
 	.begin_child = et_begin_child,
+	.begin_ahead = et_begin_ahead,
 	.commit = et_commit,
 	.abort = et_abort,
 	.writes = et_writes,
@@ -703,6 +770,7 @@ static const store_ops et_ops = {
 	.token_count = et_token_count,
 	.verify = et_verify,
 	.idle = et_idle,
+	.sync = et_sync,
 	.logline = et_logline,
 };
 
@@ -738,6 +806,8 @@ store_etcd_open(store **out, const store_etcd_options *eo,
 	if ((rc = et_begin((store *)(void *)e, 0, &t)) != KI_OK)
 		goto fail;
 	et_abort(t);
+	if (!eo->nocache && (rc = et_wc_start(e)) != KI_OK)
+		goto fail;
 	*out = (store *)(void *)e;
 	return KI_OK;
 fail:
@@ -760,10 +830,49 @@ store_etcd_follow(store *s, void (*fn)(void *arg, uint64_t rv), void *arg)
 {
 	et_store *e = (et_store *)(void *)s;
 	char key[512];
+	int rc;
 
+	if (e->head.ops != &et_ops || e->following)
+		return KI_EINVAL;
+	if (e->wc != NULL) {
+		/* The cache's thread tells, once it applied the events. */
+		et_wc_follow(e, fn, arg);
+		e->following = 1;
+		return KI_OK;
+	}
+	if ((rc = et_follow_start(e, key, et_key(e, key, 'm', "rv", 2), fn,
+	    arg)) == KI_OK)
+		e->following = 1;
+	return rc;
+}
+
+int
+store_etcd_stats_get(store *s, store_etcd_stats *out)
+{
+	et_store *e = (et_store *)(void *)s;
+	et_wc_info wi;
+
+	memset(out, 0, sizeof(*out));
 	if (e->head.ops != &et_ops)
 		return KI_EINVAL;
-	return et_follow_start(e, key, et_key(e, key, 'm', "rv", 2), fn, arg);
+	out->ranges = __atomic_load_n(&e->nranges, __ATOMIC_RELAXED);
+	out->txns = __atomic_load_n(&e->ntxns, __ATOMIC_RELAXED);
+	et_wc_stats(e, &wi);
+	out->cache_ready = wi.ready;
+	out->cache_rev = wi.rev;
+	out->cache_rv = wi.rv;
+	out->cache_loads = wi.gen;
+	out->cache_keys = wi.keys;
+	return KI_OK;
+}
+
+void
+store_etcd_cache_hold(store *s, int hold)
+{
+	et_store *e = (et_store *)(void *)s;
+
+	if (e->head.ops == &et_ops)
+		et_wc_hold(e, hold);
 }
 
 void
@@ -771,6 +880,10 @@ store_etcd_unfollow(store *s)
 {
 	et_store *e = (et_store *)(void *)s;
 
-	if (e->head.ops == &et_ops)
-		et_follow_stop(e);
+	if (e->head.ops != &et_ops)
+		return;
+	if (e->wc != NULL)
+		et_wc_follow(e, NULL, NULL);
+	et_follow_stop(e);
+	e->following = 0;
 }

@@ -25,6 +25,9 @@ typedef struct store_etcd_options {
 	 * expired. */
 	const char *user, *password;
 	long timeout_ms;     /* per request (0: 10 s) */
+	/* Read etcd for every read instead of the watch cache (an in-memory
+	 * copy of the store fed by etcd's watch; docs/etcd.md). */
+	int nocache;
 } store_etcd_options;
 
 /* Opens the store kept in etcd under eo->prefix (creating nothing until
@@ -37,6 +40,23 @@ int store_etcd_open(store **out, const store_etcd_options *eo,
  * /v3/maintenance/snapshot, a bbolt file that `etcdctl snapshot restore`
  * takes) to fd. */
 int store_etcd_backup_fd(store *s, int fd);
+
+/* What the store has done, for tests and /metrics. */
+typedef struct store_etcd_stats {
+	uint64_t ranges, txns;  /* range and Txn requests sent to etcd */
+	int cache_ready;        /* the watch cache serves reads now */
+	int64_t cache_rev;      /* the etcd revision it has applied */
+	uint64_t cache_rv;      /* the resourceVersion there */
+	uint64_t cache_loads;   /* times it read the whole keyspace */
+	uint64_t cache_keys;    /* keys it holds */
+} store_etcd_stats;
+/* KI_EINVAL for a store of another backend. */
+int store_etcd_stats_get(store *s, store_etcd_stats *out);
+
+/* Tests: holds the watch cache's stream down (hold 1: the stream is
+ * closed and not taken up again, reads go to etcd) or lets it resume
+ * (hold 0). Nothing without a cache. */
+void store_etcd_cache_hold(store *s, int hold);
 
 /* Calls fn(arg, rv) from a thread of the store's each time a commit of
  * any process moves the store's resourceVersion to rv (etcd's watch of

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "store/etcd_int.h"
@@ -329,6 +330,10 @@ et_post(et_store *e, et_conn *c, const char *path, const char *body,
 	int rc, tries = 0;
 
 	*out = NULL;
+	if (strcmp(path, "/v3/kv/range") == 0)
+		__atomic_add_fetch(&e->nranges, 1, __ATOMIC_RELAXED);
+	else if (strcmp(path, "/v3/kv/txn") == 0)
+		__atomic_add_fetch(&e->ntxns, 1, __ATOMIC_RELAXED);
 again:
 	if ((rc = conn_headers(e, c)) != KI_OK)
 		return rc;
@@ -545,6 +550,111 @@ et_snapshot(et_store *e, int fd)
 	}
 	json_tokener_free(sn.tok);
 	et_conn_put(e, c);
+	return rc;
+}
+
+/* ---- streams ---- */
+
+typedef struct et_streamer {
+	int (*stopped)(void *arg);
+	void *arg;
+	et_sock *sock;
+} et_streamer;
+
+/* The stream's socket is noted (so that et_sock_kick can end the
+ * transfer at once: libcurl asks the progress callback about once a
+ * second only while idle) and forgotten before it is closed. */
+static curl_socket_t
+on_stream_open(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	et_streamer *s = arg;
+	curl_socket_t fd;
+
+	(void)purpose;
+	fd = socket(a->family, a->socktype, a->protocol);
+	if (fd != CURL_SOCKET_BAD && s->sock != NULL) {
+		pthread_mutex_lock(&s->sock->mu);
+		s->sock->fd = fd;
+		pthread_mutex_unlock(&s->sock->mu);
+	}
+	return fd;
+}
+
+static int
+on_stream_close(void *arg, curl_socket_t fd)
+{
+	et_streamer *s = arg;
+
+	if (s->sock != NULL) {
+		pthread_mutex_lock(&s->sock->mu);
+		if (s->sock->fd == fd)
+			s->sock->fd = -1;
+		pthread_mutex_unlock(&s->sock->mu);
+	}
+	return close(fd);
+}
+
+void
+et_sock_kick(et_sock *k)
+{
+	pthread_mutex_lock(&k->mu);
+	if (k->fd >= 0)
+		shutdown(k->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&k->mu);
+}
+
+static int
+on_stream_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
+	curl_off_t d)
+{
+	et_streamer *s = arg;
+
+	(void)a;
+	(void)b;
+	(void)c;
+	(void)d;
+	return s->stopped(s->arg);
+}
+
+int
+et_stream(et_store *e, const char *path, const char *body, size_t len,
+	size_t (*on_data)(char *p, size_t size, size_t n, void *arg),
+	void *arg, int (*stopped)(void *arg), void *sarg, et_sock *sock)
+{
+	et_conn *c = et_conn_get(e);
+	et_streamer st = { stopped, sarg, sock };
+	long status = 0;
+	int rc;
+
+	if (c == NULL)
+		return KI_ENOMEM;
+	if ((rc = conn_headers(e, c)) == KI_OK) {
+		curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+		curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, arg);
+		curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, 0L);
+		curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION,
+		    on_stream_progress);
+		curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, &st);
+		/* A connection of its own, whose socket et_sock_kick may
+		 * shut down. */
+		curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
+		/* A member that vanishes without closing the connection
+		 * ends the stream too. */
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPIDLE, 10L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPINTVL, 5L);
+		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION,
+		    on_stream_open);
+		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETDATA, &st);
+		curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETFUNCTION,
+		    on_stream_close);
+		curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETDATA, &st);
+		rc = post_once(e, c, path, body, len, &status);
+	}
+	/* The handle's settings are the stream's: not for the pool. */
+	conn_free(c);
 	return rc;
 }
 

@@ -1,9 +1,9 @@
 /* store/etcd_int.h — the etcd backend's internals, shared by its files:
  * etcd_http.c (requests to etcd's JSON gateway through libcurl),
  * etcd_txn.c (transactions: the snapshot they read, the writes they
- * buffer, savepoints, the commit; records), etcd_read.c (lists and
- * walks) and etcd.c (objects, indexes, lists,
- * events, tokens). Nothing outside store/ includes it.
+ * buffer, savepoints, the commit), etcd_rec.c (records), etcd_cache.c
+ * (the watch cache the reads are served from), etcd_read.c (lists and
+ * walks) and etcd.c (objects, indexes, lists, events, tokens). Nothing outside store/ includes it.
  *
  * Keys, each under the store's prefix P (integers big-endian, so that
  * byte order is numeric order):
@@ -59,6 +59,8 @@
 #define ET_CONNS 8             /* idle connections kept */
 #define ET_TRIES 6             /* tries of a request while etcd is
                                 * unavailable (et_post_read) */
+#define ET_WAIT_MS 5000        /* the longest a commit waits for the watch
+                                * cache to apply it */
 #define ET_BATCH 100           /* range requests in one prefetching Txn
                                 * (etcd's --max-txn-ops is 128 by default) */
 
@@ -72,10 +74,14 @@ typedef struct et_conn {
 } et_conn;
 
 typedef struct et_follow et_follow;
+typedef struct et_wcache et_wcache;
 
 typedef struct et_store {
 	store_head head;        /* first: see store/backend.h */
 	et_follow *follow;      /* store_etcd_follow's thread, or NULL */
+	et_wcache *wc;          /* the watch cache (etcd_cache.c), or NULL */
+	int following;          /* store_etcd_follow holds a callback */
+	uint64_t nranges, ntxns;  /* requests sent (atomic) */
 	char **endpoints;
 	size_t nendpoints, cur;  /* cur: the endpoint that answered last */
 	char *prefix;
@@ -127,6 +133,14 @@ typedef struct et_top {
 	size_t ncache, capcache;
 	/* Kinds whose facet counts are all in the cache (et_local_only). */
 	uint8_t facets_read[32];
+	/* Reads come from the watch cache at rev (registered there), of
+	 * this generation of it; else from etcd. */
+	int cached;
+	uint64_t gen;
+	int confirmed;          /* et_confirm ran */
+	int observed;           /* something of the state was read */
+	char **keep;            /* the cache's copies handed out */
+	size_t nkeep, capkeep;
 	et_undo *undo;
 	size_t nundo, capundo;
 	int depth;              /* open children */
@@ -199,6 +213,65 @@ int et_follow_start(et_store *e, const char *key, size_t klen,
 	void (*fn)(void *arg, uint64_t rv), void *arg);
 void et_follow_stop(et_store *e);
 
+/* A stream's socket (fd -1: none), for et_sock_kick. */
+typedef struct et_sock {
+	pthread_mutex_t mu;
+	int fd;
+} et_sock;
+/* Streams a POST's answer to on_data (libcurl's write callback) until
+ * the stream ends or stopped(sarg) is non-zero (asked about once a
+ * second; et_sock_kick(sock) ends it at once). */
+int et_stream(et_store *e, const char *path, const char *body, size_t len,
+	size_t (*on_data)(char *p, size_t size, size_t n, void *arg),
+	void *arg, int (*stopped)(void *arg), void *sarg, et_sock *sock);
+/* Shuts the stream's socket down: the transfer ends. */
+void et_sock_kick(et_sock *k);
+
+/* etcd_cache.c: the watch cache. */
+/* Loads the keyspace and starts the thread that watches it. */
+int et_wc_start(et_store *e);
+/* Stops the thread and frees the copy (store_close). */
+void et_wc_stop(et_store *e);
+/* Registers a reader: 1 with the revision it reads (*rev) and the
+ * generation of the copy (*gen), or 0 when the cache is not ready (read
+ * etcd). End with et_wc_end(rev). */
+int et_wc_begin(et_store *e, int64_t *rev, uint64_t *gen);
+void et_wc_end(et_store *e, int64_t rev);
+/* key's value at rev: KI_OK (*val a copy the caller frees, *mod the
+ * revision that wrote it), KI_ENOTFOUND, or 1 when gen is gone (a
+ * reload: read etcd). */
+int et_wc_get(et_store *e, uint64_t gen, int64_t rev, const char *key,
+	size_t klen, char **val, size_t *vlen, int64_t *mod);
+/* Called for each key of a range, under the cache's lock (borrowed):
+ * copy what it keeps, call nothing of the cache. */
+typedef int (*et_wc_fn)(void *arg, const char *key, size_t klen,
+	const char *val, size_t vlen, int64_t mod);
+/* The keys in [start, end) (end NULL: key start alone) at rev, at most
+ * limit (0: all; *more set when more follow). 1 when gen is gone. */
+int et_wc_range(et_store *e, uint64_t gen, int64_t rev, const char *start,
+	size_t slen, const char *end, size_t elen, size_t limit, et_wc_fn fn,
+	void *arg, int *more);
+/* Waits until the cache applied etcd revision rev (KI_OK, at once when
+ * the cache is not ready); KI_EUNAVAIL after timeout_ms, when it also
+ * stops serving reads until its stream is up again. */
+int et_wc_wait(et_store *e, int64_t rev, long timeout_ms);
+/* Waits until the cache's resourceVersion is rv or more: KI_OK, or
+ * KI_ELIMIT after timeout_ms. */
+int et_wc_wait_rv(et_store *e, uint64_t rv, long timeout_ms);
+/* The follower's callback moves to the cache's thread: called after the
+ * events that moved the resourceVersion are applied (fn NULL: none). */
+void et_wc_follow(et_store *e, void (*fn)(void *arg, uint64_t rv),
+	void *arg);
+typedef struct et_wc_info {
+	int ready;
+	int64_t rev;
+	uint64_t rv, gen;
+	size_t keys;
+} et_wc_info;
+void et_wc_stats(et_store *e, et_wc_info *out);
+/* store_etcd_cache_hold. */
+void et_wc_hold(et_store *e, int hold);
+
 /* etcd_txn.c */
 /* The key prefix + part + rest (n bytes) into buf (at least
  * prefix_len + 2 + n): its length. */
@@ -246,13 +319,26 @@ int et_scan(store_txn *t, const char *start, size_t slen, const char *end,
 int et_scan_remote(store_txn *t, const char *start, size_t slen,
 	const char *end, size_t elen, et_scan_fn fn, void *arg);
 int et_begin(store *s, int write, store_txn **out);
+int et_begin_ahead(store *s, store_txn **out);
+/* m/rv's mod_revision in etcd now (key, klen: P m/rv; 0: absent), read
+ * with et_post_read. */
+int et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
+	int64_t *mod);
+/* For a read transaction served by the watch cache that has read nothing
+ * of its state yet but a lookup that missed: asks etcd for m/rv's
+ * mod_revision and, when the cache is behind it, waits for the cache and
+ * moves the transaction to the newer state (what the lookup read is
+ * forgotten). 1 when it moved (look again), 0 when the transaction's
+ * state is etcd's latest (or it reads etcd itself, or had read before),
+ * or an error. fresh: nothing was read before the lookup. */
+int et_confirm(store_txn *t, int fresh);
 int et_begin_child(store_txn *parent, store_txn **out);
 int et_commit(store_txn *t);
 void et_abort(store_txn *t);
 void et_put_be64(uint8_t *p, uint64_t v);
 uint64_t et_get_be64(const void *p);
 
-/* Records (etcd_txn.c). Encodes o (its id in seq) with the facets
+/* Records (etcd_rec.c). Encodes o (its id in seq) with the facets
  * given, after what b holds. */
 int et_rec_encode(ki_buf *b, const store_obj *o, const char *facets,
 	size_t facets_len);

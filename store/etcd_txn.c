@@ -5,7 +5,6 @@
  * mod_revision (see store/etcd_int.h). */
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "store/etcd_int.h"
 
@@ -110,6 +109,26 @@ et_local_only(store_txn *t, const char *key, size_t klen)
 		return 0;
 	kind = (uint8_t)key[e->prefix_len + 2];
 	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
+}
+
+/* Keeps a copy the watch cache gave until the transaction ends;
+ * consumes p. */
+static int
+keep(et_top *w, char *p)
+{
+	if (w->nkeep == w->capkeep) {
+		size_t cap = w->capkeep ? w->capkeep * 2 : 16;
+		char **g = realloc(w->keep, cap * sizeof(*g));
+
+		if (g == NULL) {
+			free(p);
+			return KI_ENOMEM;
+		}
+		w->keep = g;
+		w->capkeep = cap;
+	}
+	w->keep[w->nkeep++] = p;
+	return KI_OK;
 }
 
 /* Notes a remote read's answer (val NULL: absent); consumes val. */
@@ -262,6 +281,7 @@ et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	char *v = NULL;
 	int rc, more;
 
+	w->observed = 1;
 	if (i < w->nents && keycmp(w->ents[i]->key, w->ents[i]->klen, key,
 	    klen) == 0) {
 		if (w->ents[i]->del)
@@ -283,6 +303,17 @@ et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	}
 	if (et_local_only(t, key, klen))
 		return KI_ENOTFOUND;
+	if (w->cached) {
+		rc = et_wc_get((et_store *)(void *)t->s, w->gen, w->rev, key, klen,
+		    &v, vlen, NULL);
+		if (rc == KI_OK) {
+			*val = v;
+			return keep(w, v);
+		}
+		if (rc != 1)
+			return rc;
+		w->cached = 0;   /* the cache reloaded: read etcd */
+	}
 	if ((rc = remote_range(t, key, klen, NULL, 0, 0, &resp, &kvs, &more)) !=
 	    KI_OK)
 		return rc;
@@ -317,6 +348,18 @@ et_prefetch(store_txn *t, const uint64_t *ids, size_t n)
 	size_t at = 0;
 	int rc = KI_OK;
 
+	if (w->cached) {
+		for (; at < n && rc == KI_OK; at++) {
+			char key[64];
+			const char *v;
+			size_t vl;
+
+			rc = et_get(t, key, et_id_key(e, key, ids[at]), &v, &vl);
+			if (rc == KI_ENOTFOUND)
+				rc = KI_OK;
+		}
+		return rc;
+	}
 	while (at < n && rc == KI_OK) {
 		json_object *resp = NULL, *rs;
 		char keys[ET_BATCH][64];
@@ -555,6 +598,125 @@ buf_emit_below(const et_top *w, ki_buf *last, const char *start, size_t slen,
 	}
 }
 
+/* One page of a scan: keys and values (copies) in order. */
+typedef struct et_page {
+	char **k, **v;
+	size_t *kl, *vl;
+	size_t n, cap;
+} et_page;
+
+static void
+page_clear(et_page *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->k[i]);
+		free(p->v[i]);
+	}
+	p->n = 0;
+}
+
+static void
+page_free(et_page *p)
+{
+	page_clear(p);
+	free(p->k);
+	free(p->v);
+	free(p->kl);
+	free(p->vl);
+}
+
+/* Appends a key and its value (copied; v NULL: the empty value). */
+static int
+page_add(et_page *p, const char *k, size_t kl, const char *v, size_t vl)
+{
+	char *kc, *vc;
+
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		char **a = realloc(p->k, cap * sizeof(*a)), **b;
+		size_t *c, *d;
+
+		if (a == NULL)
+			return KI_ENOMEM;
+		p->k = a;
+		if ((b = realloc(p->v, cap * sizeof(*b))) == NULL)
+			return KI_ENOMEM;
+		p->v = b;
+		if ((c = realloc(p->kl, cap * sizeof(*c))) == NULL)
+			return KI_ENOMEM;
+		p->kl = c;
+		if ((d = realloc(p->vl, cap * sizeof(*d))) == NULL)
+			return KI_ENOMEM;
+		p->vl = d;
+		p->cap = cap;
+	}
+	kc = malloc(kl + 1);
+	vc = malloc(vl + 1);
+	if (kc == NULL || vc == NULL) {
+		free(kc);
+		free(vc);
+		return KI_ENOMEM;
+	}
+	memcpy(kc, k, kl);
+	kc[kl] = '\0';
+	if (vl > 0)
+		memcpy(vc, v, vl);
+	vc[vl] = '\0';
+	p->k[p->n] = kc;
+	p->v[p->n] = vc;
+	p->kl[p->n] = kl;
+	p->vl[p->n] = vl;
+	p->n++;
+	return KI_OK;
+}
+
+static int
+on_wc_page(void *arg, const char *key, size_t klen, const char *val,
+	size_t vlen, int64_t mod)
+{
+	(void)mod;
+	return page_add(arg, key, klen, val, vlen);
+}
+
+/* The next page of [from, end) at the transaction's revision: from the
+ * watch cache, or one range request. */
+static int
+page_fetch(store_txn *t, const ki_buf *from, const char *end, size_t elen,
+	et_page *p, int *more)
+{
+	et_top *w = t->top;
+	json_object *resp = NULL, *kvs = NULL;
+	size_t n;
+	int rc;
+
+	page_clear(p);
+	w->observed = 1;
+	if (w->cached) {
+		rc = et_wc_range((et_store *)(void *)t->s, w->gen, w->rev,
+		    from->data, from->len, end, elen, ET_PAGE, on_wc_page, p, more);
+		if (rc != 1)
+			return rc;
+		page_clear(p);
+		w->cached = 0;   /* the cache reloaded: read etcd */
+	}
+	rc = remote_range(t, from->data, from->len, end, elen, ET_PAGE, &resp,
+	    &kvs, more);
+	n = kvs != NULL ? json_object_array_length(kvs) : 0;
+	for (size_t i = 0; i < n && rc == KI_OK; i++) {
+		json_object *kv = json_object_array_get_idx(kvs, i);
+		char *k = NULL, *v = NULL;
+		size_t kl, vl;
+
+		if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
+		    (rc = et_unb64(kv, "value", &v, &vl)) == KI_OK)
+			rc = page_add(p, k, kl, v, vl);
+		free(k);
+		free(v);
+	}
+	json_object_put(resp);
+	return rc;
+}
+
 /* et_scan, or (merge 0) what etcd holds alone, without the buffer. */
 static int
 scan(store_txn *t, const char *start, size_t slen, const char *end,
@@ -562,29 +724,23 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 {
 	et_top *w = t->top;
 	ki_buf from, last;
+	et_page p;
 	int rc = KI_OK, more = 1;
 
+	memset(&p, 0, sizeof(p));
 	ki_buf_init(&from);
 	ki_buf_init(&last);
 	if (ki_buf_append(&from, start, slen) != KI_OK)
 		return KI_ENOMEM;
 	while (more && rc == KI_OK) {
-		json_object *resp = NULL, *kvs = NULL;
 		size_t n;
 
-		rc = remote_range(t, from.data, from.len, end, elen, ET_PAGE,
-		    &resp, &kvs, &more);
-		n = kvs != NULL ? json_object_array_length(kvs) : 0;
+		rc = page_fetch(t, &from, end, elen, &p, &more);
+		n = rc == KI_OK ? p.n : 0;
 		for (size_t i = 0; i < n && rc == KI_OK; i++) {
-			json_object *kv = json_object_array_get_idx(kvs, i);
-			char *k = NULL, *v = NULL;
-			size_t kl, vl, bi;
+			const char *k = p.k[i], *v = p.v[i];
+			size_t kl = p.kl[i], vl = p.vl[i], bi;
 
-			if ((rc = et_unb64(kv, "key", &k, &kl)) != KI_OK ||
-			    (rc = et_unb64(kv, "value", &v, &vl)) != KI_OK) {
-				free(k);
-				break;
-			}
 			/* Buffered keys before this one come first. */
 			if (merge)
 				rc = buf_emit_below(w, &last, start, slen, k, kl, fn, arg);
@@ -599,7 +755,7 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 					rc = fn(arg, k, kl, w->ents[bi]->val,
 					    w->ents[bi]->vlen);
 			} else
-				rc = fn(arg, k, kl, v != NULL ? v : "", vl);
+				rc = fn(arg, k, kl, v, vl);
 			if (i + 1 == n) {
 				/* The next page starts just after this key. */
 				ki_buf_reset(&from);
@@ -607,16 +763,14 @@ scan(store_txn *t, const char *start, size_t slen, const char *end,
 				if (ki_buf_putc(&from, '\0') != KI_OK)
 					rc = KI_ENOMEM;
 			}
-			free(k);
-			free(v);
 		}
-		json_object_put(resp);
 		if (n == 0)
 			more = 0;
 	}
 	/* Buffered keys after the last stored one. */
 	if (rc == KI_OK && merge)
 		rc = buf_emit_below(w, &last, start, slen, end, elen, fn, arg);
+	page_free(&p);
 	ki_buf_free(&from);
 	ki_buf_free(&last);
 	return rc;
@@ -636,6 +790,73 @@ et_scan_remote(store_txn *t, const char *start, size_t slen, const char *end,
 	return scan(t, start, slen, end, elen, fn, arg, 0);
 }
 
+/* Notes one m/ key's value. */
+static int
+meta_note(et_top *w, size_t n, const char *k, size_t kl, const char *v,
+	size_t vl, int64_t mod)
+{
+	uint64_t x;
+
+	if (vl != 8)
+		return KI_ECORRUPT;
+	x = et_get_be64(v);
+	if (kl == n + 2 && memcmp(k + n, "rv", 2) == 0) {
+		w->rv = x;
+		w->rv_mod = mod;
+	} else if (kl == n + 3 && memcmp(k + n, "seq", 3) == 0)
+		w->seq = x;
+	else if (kl == n + 7 && memcmp(k + n, "changes", 7) == 0)
+		w->changes = x;
+	else if (kl == n + 4 && memcmp(k + n, "trim", 4) == 0)
+		w->trim = x;
+	return KI_OK;
+}
+
+typedef struct meta_arg {
+	et_top *w;
+	size_t n;
+} meta_arg;
+
+static int
+on_wc_meta(void *arg, const char *key, size_t klen, const char *val,
+	size_t vlen, int64_t mod)
+{
+	meta_arg *m = arg;
+
+	return meta_note(m->w, m->n, key, klen, val, vlen, mod);
+}
+
+/* Takes the watch cache's revision as the transaction's, and reads the
+ * m/ keys there: 1 when the cache is not ready (read etcd). */
+static int
+read_meta_cached(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	char key[512], end[512];
+	meta_arg m;
+	int rc, more;
+
+	if (!et_wc_begin(e, &w->rev, &w->gen))
+		return 1;
+	w->cached = 1;
+	m.w = w;
+	m.n = et_key(e, key, 'm', NULL, 0);
+	memcpy(end, key, m.n);
+	end[m.n - 1]++;
+	w->rv = w->seq = w->changes = w->trim = 0;
+	w->rv_mod = 0;
+	rc = et_wc_range(e, w->gen, w->rev, key, m.n, end, m.n, 0, on_wc_meta,
+	    &m, &more);
+	if (rc == 1) {
+		/* Reloaded meanwhile: read etcd. */
+		et_wc_end(e, w->rev);
+		w->cached = 0;
+		w->rev = 0;
+	}
+	return rc;
+}
+
 /* Reads the m/ keys (one range request) and takes their revision as the
  * transaction's. */
 static int
@@ -648,6 +869,8 @@ read_meta(store_txn *t)
 	size_t n;
 	int rc, more;
 
+	if ((rc = read_meta_cached(t)) != 1)
+		return rc;
 	n = et_key(e, key, 'm', NULL, 0);
 	memcpy(end, key, n);
 	end[n - 1]++;
@@ -662,30 +885,34 @@ read_meta(store_txn *t)
 		json_object *kv = json_object_array_get_idx(kvs, i);
 		char *k = NULL, *v = NULL;
 		size_t kl, vl;
-		uint64_t x;
 
 		if ((rc = et_unb64(kv, "key", &k, &kl)) != KI_OK ||
 		    (rc = et_unb64(kv, "value", &v, &vl)) != KI_OK) {
 			free(k);
 			break;
 		}
-		x = vl == 8 ? et_get_be64(v) : 0;
-		if (vl != 8)
-			rc = KI_ECORRUPT;
-		else if (kl == n + 2 && memcmp(k + n, "rv", 2) == 0) {
-			w->rv = x;
-			w->rv_mod = et_int(kv, "mod_revision");
-		} else if (kl == n + 3 && memcmp(k + n, "seq", 3) == 0)
-			w->seq = x;
-		else if (kl == n + 7 && memcmp(k + n, "changes", 7) == 0)
-			w->changes = x;
-		else if (kl == n + 4 && memcmp(k + n, "trim", 4) == 0)
-			w->trim = x;
+		rc = meta_note(w, n, k, kl, v, vl, et_int(kv, "mod_revision"));
 		free(k);
 		free(v);
 	}
 	json_object_put(resp);
 	return rc;
+}
+
+/* Forgets what the transaction read (not what it wrote). */
+static void
+reads_free(et_top *w)
+{
+	for (size_t i = 0; i < w->ncache; i++) {
+		free(w->cache[i]->key);
+		free(w->cache[i]->val);
+		free(w->cache[i]);
+	}
+	w->ncache = 0;
+	for (size_t i = 0; i < w->nkeep; i++)
+		free(w->keep[i]);
+	w->nkeep = 0;
+	memset(w->facets_read, 0, sizeof(w->facets_read));
 }
 
 static void
@@ -694,17 +921,17 @@ top_free(store_txn *t)
 	et_store *e = (et_store *)(void *)t->s;
 	et_top *w = t->top;
 
+	reads_free(w);
+	free(w->keep);
+	if (w->cached)
+		et_wc_end(e, w->rev);
+
 	for (size_t i = 0; i < w->nents; i++) {
 		free(w->ents[i]->key);
 		free(w->ents[i]->val);
 		free(w->ents[i]);
 	}
 	free(w->ents);
-	for (size_t i = 0; i < w->ncache; i++) {
-		free(w->cache[i]->key);
-		free(w->cache[i]->val);
-		free(w->cache[i]);
-	}
 	free(w->cache);
 	for (size_t i = 0; i < w->nundo; i++) {
 		free(w->undo[i].key);
@@ -746,6 +973,44 @@ et_begin(store *s, int write, store_txn **out)
 	}
 	*out = t;
 	return KI_OK;
+}
+
+int
+et_confirm(store_txn *t, int fresh)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	char key[512];
+	int64_t mod;
+	int rc;
+
+	if (!w->cached || t->write || w->confirmed || !fresh)
+		return 0;
+	w->confirmed = 1;
+	if ((rc = et_rv_mod_now(e, w->conn, key, et_key(e, key, 'm', "rv", 2),
+	    &mod)) != KI_OK)
+		return rc;
+	if (mod <= w->rv_mod)
+		return 0;
+	/* Another daemon committed since: wait for the cache to have it
+	 * (or read etcd, when the cache is not ready), and read again. */
+	(void)et_wc_wait(e, mod, ET_WAIT_MS);
+	et_wc_end(e, w->rev);
+	w->cached = 0;
+	reads_free(w);
+	if ((rc = read_meta(t)) != KI_OK)
+		return rc;
+	return 1;
+}
+
+int
+et_begin_ahead(store *s, store_txn **out)
+{
+	int rc = et_begin(s, 0, out);
+
+	if (rc == KI_OK)
+		(*out)->top->confirmed = 1;   /* no confirmation: see store.h */
+	return rc;
 }
 
 int
@@ -805,9 +1070,8 @@ meta_set(store_txn *t, const char *name, uint64_t v)
 	return et_set(t, key, et_key(e, key, 'm', name, strlen(name)), val, 8);
 }
 
-/* m/rv's mod_revision now (0: absent), read with et_post_read. */
-static int
-rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
+int
+et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
 	int64_t *mod)
 {
 	json_object *resp = NULL, *kvs;
@@ -829,6 +1093,24 @@ rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
 	return rc;
 }
 
+/* The mod_revision of m/rv that a failed commit's answer shows (its
+ * failure branch reads it): what the watch cache must reach before the
+ * batch runs again. */
+static int64_t
+conflict_rev(json_object *resp)
+{
+	json_object *rs, *rr, *kvs;
+
+	if (!json_object_object_get_ex(resp, "responses", &rs) ||
+	    json_object_array_length(rs) == 0 ||
+	    !json_object_object_get_ex(json_object_array_get_idx(rs, 0),
+	    "response_range", &rr) ||
+	    !json_object_object_get_ex(rr, "kvs", &kvs) ||
+	    json_object_array_length(kvs) == 0)
+		return 0;
+	return et_int(json_object_array_get_idx(kvs, 0), "mod_revision");
+}
+
 /* The top-level commit: one Txn (see store/etcd_int.h). Events at or
  * below the new trim point are dropped, not written. */
 static int
@@ -836,7 +1118,7 @@ commit_top(store_txn *t)
 {
 	et_store *e = (et_store *)(void *)t->s;
 	et_top *w = t->top;
-	json_object *resp = NULL, *ok;
+	json_object *resp = NULL, *ok, *hdr;
 	char key[512], ev[512], evend[512];
 	size_t klen, evlen;
 	uint64_t trim = w->trim;
@@ -879,7 +1161,10 @@ commit_top(store_txn *t)
 		et_b64(&b, evend, evlen + 8);
 		ki_buf_puts(&b, "}}");
 	}
-	ki_buf_puts(&b, "]}");
+	/* When the compare fails, m/rv tells which revision to wait for. */
+	ki_buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":");
+	et_b64(&b, key, klen);
+	ki_buf_puts(&b, "}}]}");
 	if (b.oom)
 		rc = KI_ENOMEM;
 	else
@@ -892,7 +1177,7 @@ commit_top(store_txn *t)
 		int64_t mod;
 
 		et_backoff(i);
-		if (rv_mod_now(e, w->conn, key, klen, &mod) != KI_OK ||
+		if (et_rv_mod_now(e, w->conn, key, klen, &mod) != KI_OK ||
 		    mod != w->rv_mod)
 			break;
 		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
@@ -903,6 +1188,13 @@ commit_top(store_txn *t)
 		rc = KI_ECONFLICT;
 	if (rc == KI_OK)
 		et_quota_wrote(e);
+	if (rc == KI_OK && json_object_object_get_ex(resp, "header", &hdr))
+		/* Read your writes: the next transaction's reads (from the
+		 * cache) must see this one. */
+		(void)et_wc_wait(e, et_int(hdr, "revision"), ET_WAIT_MS);
+	else if (rc == KI_ECONFLICT)
+		/* Another daemon's commit: a rerun must read it. */
+		(void)et_wc_wait(e, conflict_rev(resp), ET_WAIT_MS);
 	json_object_put(resp);
 	return rc;
 }
@@ -970,146 +1262,3 @@ et_abort(store_txn *t)
 	}
 	top_free(t);
 }
-
-/* ---- records ---- */
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
-
-/* Encodes o (with id and facets) as a record into b (after what b holds). */
-int
-et_rec_encode(ki_buf *b, const store_obj *o, const char *facets,
-	size_t facets_len)
-{
-	uint8_t h[ET_HDR];
-	size_t start = b->len;
-	uint32_t crc;
-
-	memset(h, 0, sizeof(h));
-	put32(h, ET_MAGIC);
-	h[4] = (uint8_t)o->kind;
-	h[5] = (uint8_t)o->nrefs;
-	h[6] = (uint8_t)(o->name_len >> 8);
-	h[7] = (uint8_t)o->name_len;
-	h[8] = (uint8_t)(o->natkey_len >> 8);
-	h[9] = (uint8_t)o->natkey_len;
-	put32(h + 12, (uint32_t)o->json_len);
-	et_put_be64(h + 16, o->seq);
-	et_put_be64(h + 24, o->rv);
-	memcpy(h + 32, o->digest, STORE_DIGEST_LEN);
-	put32(h + 64, o->meta_off);
-	put32(h + 68, o->meta_len);
-	put32(h + 72, o->spec_off);
-	put32(h + 76, o->spec_len);
-	put32(h + 80, o->status_off);
-	put32(h + 84, o->status_len);
-	put32(h + 88, (uint32_t)o->labels_len);
-	put32(h + 92, (uint32_t)facets_len);
-	ki_buf_append(b, h, sizeof(h));
-	ki_buf_append(b, o->name, o->name_len);
-	if (o->natkey_len > 0)
-		ki_buf_append(b, o->natkey, o->natkey_len);
-	if (o->nrefs > 0)
-		ki_buf_append(b, o->refs, o->nrefs * STORE_DIGEST_LEN);
-	if (o->labels_len > 0)
-		ki_buf_append(b, o->labels, o->labels_len);
-	if (facets_len > 0)
-		ki_buf_append(b, facets, facets_len);
-	ki_buf_append(b, o->json, o->json_len);
-	if (b->oom)
-		return KI_ENOMEM;
-	crc = (uint32_t)crc32(0L, (const Bytef *)b->data + start,
-	    (uInt)(b->len - start));
-	ki_buf_reserve(b, 4);
-	if (b->oom)
-		return KI_ENOMEM;
-	put32((uint8_t *)b->data + b->len, crc);
-	b->len += 4;
-	b->data[b->len] = '\0';
-	return KI_OK;
-}
-
-/* Decodes a record; every pointer of o points into p. */
-int
-et_rec_decode(const char *p, size_t n, store_obj *o)
-{
-	const uint8_t *h = (const uint8_t *)p;
-	size_t need;
-	const char *at;
-
-	memset(o, 0, sizeof(*o));
-	if (n < ET_HDR + 4 || get32(h) != ET_MAGIC ||
-	    get32(h + n - 4) != (uint32_t)crc32(0L, (const Bytef *)p,
-	    (uInt)(n - 4)))
-		return KI_ECORRUPT;
-	o->kind = h[4];
-	o->nrefs = h[5];
-	o->name_len = (size_t)h[6] << 8 | h[7];
-	o->natkey_len = (size_t)h[8] << 8 | h[9];
-	o->json_len = get32(h + 12);
-	o->seq = et_get_be64(h + 16);
-	o->rv = et_get_be64(h + 24);
-	memcpy(o->digest, h + 32, STORE_DIGEST_LEN);
-	o->meta_off = get32(h + 64);
-	o->meta_len = get32(h + 68);
-	o->spec_off = get32(h + 72);
-	o->spec_len = get32(h + 76);
-	o->status_off = get32(h + 80);
-	o->status_len = get32(h + 84);
-	o->labels_len = get32(h + 88);
-	o->facets_len = get32(h + 92);
-	need = ET_HDR + o->name_len + o->natkey_len +
-	    o->nrefs * STORE_DIGEST_LEN + o->labels_len + o->facets_len +
-	    o->json_len + 4;
-	if (need != n)
-		return KI_ECORRUPT;
-	at = p + ET_HDR;
-	o->name = at;
-	at += o->name_len;
-	o->natkey = o->natkey_len ? at : NULL;
-	at += o->natkey_len;
-	o->refs = o->nrefs ? (const uint8_t *)at : NULL;
-	at += o->nrefs * STORE_DIGEST_LEN;
-	o->labels = o->labels_len ? at : NULL;
-	at += o->labels_len;
-	o->facets = o->facets_len ? at : NULL;
-	at += o->facets_len;
-	o->json = at;
-	return KI_OK;
-}
-
-size_t
-et_id_key(et_store *e, char *buf, uint64_t id)
-{
-	uint8_t b[8];
-
-	et_put_be64(b, id);
-	return et_key(e, buf, 'o', b, 8);
-}
-
-int
-et_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
-{
-	char key[64];
-	const char *v;
-	size_t vl;
-	int rc = et_get(t, key, et_id_key((et_store *)(void *)t->s, key, id), &v, &vl);
-
-	if (rc == KI_OK)
-		rc = et_rec_decode(v, vl, out);
-	return rc;
-}
-

@@ -147,6 +147,13 @@ const char *store_backend_name(const store *s);
  * KI_EIO when the store cannot take writes now (its space is exhausted, an
  * earlier background write failed). */
 int store_begin(store *s, int write, store_txn **out);
+/* Begins a read transaction whose answers only prepare a write that reads
+ * them again (a read ahead of a write: what a request renders before its
+ * job runs in the committer's transaction). A backend whose reads may lag
+ * other processes' commits (etcd's watch cache) answers from its copy
+ * without asking the engine about a lookup that misses; the write
+ * transaction decides. Otherwise store_begin(s, 0, out). */
+int store_begin_ahead(store *s, store_txn **out);
 /* Begins a child of a write transaction (a savepoint): its writes join
  * the parent's when it commits, and vanish when it aborts. Used to batch
  * many requests into one durable commit (group commit, below). */
@@ -287,6 +294,16 @@ typedef struct store_verify_stats {
 int store_verify(store *s, int repair, store_check_fn check,
 	store_problem_fn problem, void *arg, store_verify_stats *out);
 
+/* Waits until a read transaction begun after it returns sees
+ * resourceVersion rv or later (rv 0: every commit made, through any
+ * process, before the call), at most timeout_ms; what a list or watch
+ * with a resourceVersion calls first. For a backend whose reads may lag
+ * its engine (etcd's watch cache, docs/etcd.md): LMDB's reads never lag,
+ * and it returns at once. KI_OK, or KI_ELIMIT when rv was not reached in
+ * time (the caller answers as for a resourceVersion ahead of the
+ * store's). */
+int store_sync(store *s, uint64_t rv, long timeout_ms);
+
 /* The committer (or any caller) has seen no write for a while: the
  * store may do its background work now (the LMDB backend: a checkpoint,
  * so that a restart has little to apply). */
@@ -312,7 +329,9 @@ void store_log(const store *s, int level, const char *fmt, ...)
  * same answer when run again from the start. A batch whose commit
  * conflicts with another process's (KI_ECONFLICT: a store several daemons
  * share) is run again, up to 8 times, when every job in it is marked
- * rerun; otherwise its jobs are answered with the conflict. A failed batch
+ * rerun or again (a job that must run in a child transaction, a bulk
+ * upload, but starts its answer afresh each time fn runs); otherwise its
+ * jobs are answered with the conflict. A failed batch
  * is reported through the store's log hook. */
 
 typedef struct store_job store_job;
@@ -329,6 +348,8 @@ struct store_job {
 	void *arg;
 	int rc;                   /* fn's result */
 	int rerun;                /* fn may run in the batch's transaction */
+	int again;                /* fn may run again after a conflict (in a
+	                           * child transaction) */
 	store_job_done done;
 	void *cookie;             /* for done: whom to wake */
 	store_job *next;

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "store/etcd.h"
 #include "tests/unit/store_tests.h"
 #include "tests/unit/tests.h"
@@ -85,8 +87,8 @@ test_conflict(void)
 	free(dir);
 }
 
-/* A read transaction keeps reading the state it began with while another
- * store commits. */
+/* A read transaction keeps reading the state of its first read while
+ * another store commits. */
 static void
 test_snapshot_isolation(void)
 {
@@ -99,10 +101,15 @@ test_snapshot_isolation(void)
 	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &r), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(r), 0);
 	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &w), KI_OK);
 	CU_ASSERT_EQUAL(ts_put(w, 1, "later", 0x11, NULL, NULL, 0), KI_OK);
 	CU_ASSERT_EQUAL(store_commit(w), KI_OK);
 	CU_ASSERT_EQUAL(store_get_by_name(r, 1, "later", 5, &ob), KI_ENOTFOUND);
+	CU_ASSERT_EQUAL(store_get_by_digest(r, (const uint8_t *)
+	    "\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11"
+	    "\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11\x11",
+	    &ob), KI_ENOTFOUND);
 	CU_ASSERT_EQUAL(store_count(r, 1, &n), KI_OK);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_EQUAL(store_rv(r), 0);
@@ -273,7 +280,8 @@ test_committer_conflict(void)
 	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_committer_start(&c, a, 0, NULL, NULL),
 	    KI_OK);
-	for (int rerun = 1; rerun >= 0; rerun--) {
+	/* rerun 2: marked again (runs in a child, may run again). */
+	for (int rerun = 2; rerun >= 0; rerun--) {
 		cjob j;
 
 		memset(&j, 0, sizeof(j));
@@ -282,7 +290,8 @@ test_committer_conflict(void)
 		j.job.fn = cjob_fn;
 		j.job.arg = &j;
 		j.job.done = cjob_done;
-		j.job.rerun = rerun;
+		j.job.rerun = rerun == 1;
+		j.job.again = rerun == 2;
 		j.other = b;
 		store_committer_submit(c, &j.job);
 		pthread_mutex_lock(&j.mu);
@@ -297,7 +306,8 @@ test_committer_conflict(void)
 			    KI_OK);
 			CU_ASSERT_EQUAL(store_get_by_name(t, 1, "meanwhile", 9, &ob),
 			    KI_OK);
-			CU_ASSERT_EQUAL(store_rv(t), 2);
+			/* The second pass replaces what the first wrote. */
+			CU_ASSERT_EQUAL(store_rv(t), rerun == 2 ? 2u : 4u);
 			store_abort(t);
 		} else {
 			CU_ASSERT_EQUAL(j.runs, 1);
@@ -307,6 +317,261 @@ test_committer_conflict(void)
 		pthread_cond_destroy(&j.cv);
 	}
 	store_committer_stop(c);
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* The requests store s has sent to etcd so far. */
+static uint64_t
+sent(store *s)
+{
+	store_etcd_stats st;
+
+	CU_ASSERT_EQUAL(store_etcd_stats_get(s, &st), KI_OK);
+	return st.ranges + st.txns;
+}
+
+/* Waits up to 10 s for s's watch cache to serve reads. */
+static int
+wait_ready(store *s)
+{
+	store_etcd_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		if (store_etcd_stats_get(s, &st) == KI_OK && st.cache_ready)
+			return 1;
+		usleep(10000);
+	}
+	return 0;
+}
+
+/* The watch cache serves reads: a store reads its own commits at once,
+ * with no request to etcd; what another store committed is found by
+ * name, digest, natural key and token at once (a lookup that misses is
+ * confirmed against etcd: one request), and store_sync reaches a
+ * resourceVersion of the other store's before a list. */
+static void
+test_cache_reads(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_txn *t;
+	store_obj ob;
+	uint64_t n0, brv, cnt;
+	uint8_t d[STORE_DIGEST_LEN], h[STORE_DIGEST_LEN];
+	const char *tv;
+	size_t tl;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_FATAL(wait_ready(a));
+	/* Its own write, read back from the cache alone. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "mine", 0x51, "nk-mine", NULL, 0), KI_OK);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	n0 = sent(a);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_rv(t), 1);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "mine", 4, &ob), KI_OK);
+	memset(d, 0x51, sizeof(d));
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_natkey(t, 1, "nk-mine", 7, &ob), KI_OK);
+	CU_ASSERT_EQUAL(store_count(t, 1, &cnt), KI_OK);
+	CU_ASSERT_EQUAL(cnt, 1);
+	store_abort(t);
+	CU_ASSERT_EQUAL(sent(a), n0);
+	/* Another store's writes, found through a at once. */
+	CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &t), KI_OK);
+	CU_ASSERT_EQUAL(ts_put(t, 1, "theirs", 0x52, "nk-theirs", NULL, 0),
+	    KI_OK);
+	memset(h, 0x5a, sizeof(h));
+	CU_ASSERT_EQUAL(store_token_put(t, h, "{}", 2), KI_OK);
+	brv = store_rv(t);
+	CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "theirs", 6, &ob), KI_OK);
+	store_abort(t);
+	memset(d, 0x52, sizeof(d));
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_digest(t, d, &ob), KI_OK);
+	store_abort(t);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_natkey(t, 1, "nk-theirs", 9, &ob), KI_OK);
+	store_abort(t);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_token_get(t, h, &tv, &tl), KI_OK);
+	store_abort(t);
+	/* A list after store_sync (what a list with that resourceVersion
+	 * calls first) holds it. */
+	CU_ASSERT_EQUAL(store_sync(a, brv, 3000), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT(store_rv(t) >= brv);
+	CU_ASSERT_EQUAL(store_count(t, 1, &cnt), KI_OK);
+	CU_ASSERT_EQUAL(cnt, 2);
+	store_abort(t);
+	/* A resourceVersion no store has: KI_ELIMIT after the wait. */
+	CU_ASSERT_EQUAL(store_sync(a, brv + 1000, 200), KI_ELIMIT);
+	CU_ASSERT_EQUAL(store_sync(a, 0, 3000), KI_OK);
+	/* A name nobody wrote: one request to confirm the 404. */
+	n0 = sent(a);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "nobody", 6, &ob), KI_ENOTFOUND);
+	store_abort(t);
+	CU_ASSERT_EQUAL(sent(a), n0 + 1);
+	/* Once the cache has it, a read of b's object costs nothing. */
+	n0 = sent(a);
+	CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+	CU_ASSERT_EQUAL(store_get_by_name(t, 1, "theirs", 6, &ob), KI_OK);
+	store_abort(t);
+	CU_ASSERT_EQUAL(sent(a), n0);
+	store_close(a);
+	store_close(b);
+	tests_rmdir(dir);
+	free(dir);
+}
+
+/* etcd's compaction, asked through its JSON gateway. */
+static size_t
+on_discard(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * n;
+}
+
+static size_t
+on_body_buf(char *p, size_t size, size_t n, void *arg)
+{
+	return ki_buf_append(arg, p, size * n) == KI_OK ? size * n : 0;
+}
+
+static int
+compact_now(void)
+{
+	const char *ep = getenv("KI_ETCD_ENDPOINTS");
+	char url[512], body[128];
+	CURL *c = curl_easy_init();
+	struct curl_slist *hd = curl_slist_append(NULL,
+	    "Content-Type: application/json");
+	long code = 0, rev = 0;
+	ki_buf resp;
+	int rc = -1;
+
+	ki_buf_init(&resp);
+	snprintf(url, sizeof(url), "%.*s/v3/kv/range", (int)strcspn(ep, ","), ep);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"key\":\"AA==\"}");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body_buf);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &resp);
+	if (curl_easy_perform(c) == CURLE_OK && resp.data != NULL) {
+		const char *r = strstr(resp.data, "\"revision\":\"");
+
+		if (r != NULL)
+			rev = strtol(r + 12, NULL, 10);
+	}
+	if (rev > 0) {
+		snprintf(url, sizeof(url), "%.*s/v3/kv/compaction",
+		    (int)strcspn(ep, ","), ep);
+		snprintf(body, sizeof(body), "{\"revision\":\"%ld\"}", rev);
+		curl_easy_setopt(c, CURLOPT_URL, url);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_discard);
+		if (curl_easy_perform(c) == CURLE_OK) {
+			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+			rc = code == 200 ? 0 : -1;
+		}
+	}
+	ki_buf_free(&resp);
+	curl_slist_free_all(hd);
+	curl_easy_cleanup(c);
+	return rc;
+}
+
+static int
+count_events(void *arg, int type, const store_obj *o)
+{
+	(void)type;
+	(void)o;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* The watch stream breaks: reads go to etcd meanwhile; when it is up
+ * again the cache has every change made meanwhile (resumed from the next
+ * revision), and after a compaction past that revision it loads the
+ * keyspace again; no event is lost either way. */
+static void
+test_cache_break(void)
+{
+	char *dir = tests_tmpdir();
+	store *a, *b;
+	store_txn *t;
+	store_obj ob;
+	store_etcd_stats st0, st;
+	uint64_t cnt;
+	int nev;
+
+	CU_ASSERT_EQUAL_FATAL(open_at(&a, dir), KI_OK);
+	CU_ASSERT_EQUAL_FATAL(open_at(&b, dir), KI_OK);
+	CU_ASSERT_FATAL(wait_ready(a));
+	for (int round = 0; round < 2; round++) {
+		char name[32];
+
+		CU_ASSERT_EQUAL(store_etcd_stats_get(a, &st0), KI_OK);
+		store_etcd_cache_hold(a, 1);
+		CU_ASSERT_EQUAL(store_etcd_stats_get(a, &st), KI_OK);
+		CU_ASSERT_EQUAL(st.cache_ready, 0);
+		for (int i = 0; i < 3; i++) {
+			snprintf(name, sizeof(name), "r%d-%d", round, i);
+			CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &t), KI_OK);
+			CU_ASSERT_EQUAL(ts_put(t, 1, name, (uint8_t)(0x60 + round * 4 +
+			    i), NULL, NULL, 0), KI_OK);
+			CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		}
+		CU_ASSERT_EQUAL_FATAL(store_begin(b, 1, &t), KI_OK);
+		snprintf(name, sizeof(name), "r%d-1", round);
+		CU_ASSERT_EQUAL(store_delete(t, 1, name, strlen(name), &ts_fin),
+		    KI_OK);
+		CU_ASSERT_EQUAL(store_commit(t), KI_OK);
+		/* Down: a reads etcd, and sees it all. */
+		CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+		CU_ASSERT_EQUAL(store_count(t, 1, &cnt), KI_OK);
+		CU_ASSERT_EQUAL(cnt, (uint64_t)(2 * round + 2));
+		store_abort(t);
+		if (round == 1)
+			CU_ASSERT_EQUAL(compact_now(), 0);
+		store_etcd_cache_hold(a, 0);
+		/* After a compaction, the watch is created, then cancelled:
+		 * wait for the load. */
+		for (int i = 0; i < 1000 && round == 1; i++) {
+			CU_ASSERT_EQUAL(store_etcd_stats_get(a, &st), KI_OK);
+			if (st.cache_loads > st0.cache_loads)
+				break;
+			usleep(10000);
+		}
+		CU_ASSERT_FATAL(wait_ready(a));
+		CU_ASSERT_EQUAL(store_etcd_stats_get(a, &st), KI_OK);
+		/* Compacted: loaded again; else resumed. */
+		CU_ASSERT_EQUAL(st.cache_loads, st0.cache_loads + (round == 1));
+		CU_ASSERT_EQUAL(store_sync(a, 0, 3000), KI_OK);
+		CU_ASSERT_EQUAL_FATAL(store_begin(a, 0, &t), KI_OK);
+		CU_ASSERT_EQUAL(store_count(t, 1, &cnt), KI_OK);
+		CU_ASSERT_EQUAL(cnt, (uint64_t)(2 * round + 2));
+		snprintf(name, sizeof(name), "r%d-2", round);
+		CU_ASSERT_EQUAL(store_get_by_name(t, 1, name, strlen(name), &ob),
+		    KI_OK);
+		snprintf(name, sizeof(name), "r%d-1", round);
+		CU_ASSERT_EQUAL(store_get_by_name(t, 1, name, strlen(name), &ob),
+		    KI_ENOTFOUND);
+		nev = 0;
+		CU_ASSERT_EQUAL(store_events_since(t, 0, count_events, &nev), KI_OK);
+		CU_ASSERT_EQUAL(nev, 4 * (round + 1));
+		CU_ASSERT_EQUAL(store_rv(t), (uint64_t)(4 * (round + 1)));
+		store_abort(t);
+	}
 	store_close(a);
 	store_close(b);
 	tests_rmdir(dir);
@@ -342,15 +607,20 @@ test_store_etcd_register(void)
 	if (s == NULL ||
 	    CU_add_test(s, "two stores: the later commit of a concurrent write "
 	        "is a conflict, nothing is lost", test_conflict) == NULL ||
-	    CU_add_test(s, "a read sees the state it began with",
+	    CU_add_test(s, "a read sees the state of its first read",
 	        test_snapshot_isolation) == NULL ||
 	    CU_add_test(s, "backup is etcd's snapshot (a bbolt file)",
 	        test_backup) == NULL ||
-	    CU_add_test(s, "the committer runs a batch of rerunnable jobs again "
-	        "after a conflict, answers the others with it",
+	    CU_add_test(s, "the committer runs a batch of rerunnable jobs (rerun "
+	        "or again) again after a conflict, answers the others with it",
 	        test_committer_conflict) == NULL ||
 	    CU_add_test(s, "a following store hears of another's commits",
 	        test_follow) == NULL ||
+	    CU_add_test(s, "the watch cache: own writes at once without a "
+	        "request, another store's found at once, store_sync",
+	        test_cache_reads) == NULL ||
+	    CU_add_test(s, "the watch cache: a broken stream resumes, a "
+	        "compaction reloads, no change lost", test_cache_break) == NULL ||
 	    CU_add_test(s, "no endpoint answers: KI_EUNAVAIL (503)", test_unreachable) ==
 	    NULL)
 		return -1;
