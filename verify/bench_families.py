@@ -20,6 +20,7 @@ time recorded; once KI_COMPILE_SECONDS (default 240) of compiling is
 spent, later shapes get no compile column.
 
 Usage: python3 verify/bench_families.py REF [--no-compile] [--only a,b]
+       python3 verify/bench_families.py --table families.jsonl
   (KI_BENCH_SECONDS: start no new case after that many seconds)
   (Liger's source importable on PYTHONPATH for the liger column).
 Prints a markdown table last; JSON lines to $OUT/families.jsonl.
@@ -31,12 +32,16 @@ import sys
 import time
 import traceback
 
-import torch
-import torch.nn.functional as F
-import triton
+try:
+    import torch
+    import torch.nn.functional as F
+    import triton
+    DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+except ImportError:  # --table needs neither
+    torch = F = triton = None
+    DT = {}
 
 Q = [0.5, 0.2, 0.8]
-DT = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEV = "cuda"
 
 # family, dtype, reference parameters, passes
@@ -338,6 +343,9 @@ def time_provider(kernel, dtype, p, pas, provider):
 
 
 def main():
+    if sys.argv[1] == "--table":
+        table_from(sys.argv[2])
+        return
     ref = sys.argv[1]
     no_compile = "--no-compile" in sys.argv
     only = None
@@ -393,27 +401,58 @@ def main():
             log.write(json.dumps(row) + "\n")
             log.flush()
             rows.append(row)
-    print("\n| family | dtype | shape | pass | reference ms (p20-p80) | floor ms | ref/floor | eager ms | compile ms | Liger ms | check |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print_table(rows)
 
-    def ms(v):
-        return "%.4g" % v[0] if isinstance(v, (list, tuple)) else ("n/a" if v is None else str(v)[:40])
+
+def ms(v):
+    return "%.4g" % v[0] if isinstance(v, (list, tuple)) else ("n/a" if v is None else str(v)[:40])
+
+
+def print_table(rows):
+    """The markdown table: each row's reference against the floor and the
+    three others; "limit" is the floor factor met (forward <= 1.10,
+    backward/full <= 1.20), "fastest" the reference faster than every one
+    of eager, torch.compile and Liger that ran."""
+    print("\n| family | dtype | shape | pass | reference ms (p20-p80) | floor ms | ref/floor "
+          "| eager ms | compile ms | Liger ms | check | limit | fastest |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         r = row["ref"]
         shape = ",".join("%s=%s" % kv for kv in row["params"].items())
+        lim = fast = "—"
         if "error" in r:
             refc = "error: " + r["error"][:60]
             fl = rat = chk = "—"
         else:
             lat = r["latencyNs"]
-            refc = "%.4g (%.4g-%.4g)" % (lat["median"] / 1e6, lat["p20"] / 1e6, lat["p80"] / 1e6)
+            med = lat["median"] / 1e6
+            refc = "%.4g (%.4g-%.4g)" % (med, lat["p20"] / 1e6, lat["p80"] / 1e6)
             f = r.get("floor", {})
             fl = "%.4g" % (f["seconds"] * 1e3) if f else "—"
             rat = "%.2f" % (1 / f["fractionOfFloor"]) if f else "—"
             chk = "%s %.1e" % ("ok" if r["correct"] else "FAIL", r["maxRelError"])
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            if f:
+                lim = "yes" if 1 / f["fractionOfFloor"] <= (1.10 if row["pass"] == "forward" else 1.20) else "no"
+            others = [row.get(k) for k in ("eager", "compile", "liger")]
+            timed = [o[0] for o in others if isinstance(o, (list, tuple))]
+            if timed:
+                fast = ("yes" if med < min(timed) else "no") + (
+                    "" if len(timed) == 3 else " (%d of 3 ran)" % len(timed))
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             row["kernel"], row["dtype"], shape, row["pass"], refc, fl, rat,
-            ms(row.get("eager")), ms(row.get("compile")), ms(row.get("liger")), chk))
+            ms(row.get("eager")), ms(row.get("compile")), ms(row.get("liger")), chk, lim, fast))
+
+
+def table_from(path):
+    """Re-renders the table from a families.jsonl (the env line first)."""
+    rows = []
+    for line in open(path):
+        o = json.loads(line)
+        if o.get("impl") == "env":
+            print(json.dumps(o))
+        elif "ref" in o:
+            rows.append(o)
+    print_table(rows)
 
 
 if __name__ == "__main__":

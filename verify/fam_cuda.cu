@@ -689,6 +689,8 @@ plan_rows(struct fdev *g, int bwd, const cudaDeviceProp *prop)
 	const char *env = getenv("KIREF_BPSM");
 
 	g->vfn = NULL;
+	if (!is_norm(g->kind) && g->kind != K_SOFTMAX && g->kind != K_SPARSEMAX)
+		return cudaSuccess;
 	if ((s->n * (int64_t)es) % 16 != 0 || getenv("KIREF_SCALAR") != NULL ||
 	    (g->kind == K_GN && (s->a * (int64_t)es) % 16 != 0))
 		return cudaSuccess;
@@ -706,6 +708,8 @@ plan_rows(struct fdev *g, int bwd, const cudaDeviceProp *prop)
 	if (g->smem > prop->sharedMemPerBlockOptin)
 		return cudaSuccess;
 	g->vfn = vec_kernel_dt(g->dt, g->kind, g->kv);
+	if (g->vfn == NULL)
+		return cudaSuccess;
 	if (g->smem > 0 && (e = cudaFuncSetAttribute(g->vfn,
 	    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem)) !=
 	    cudaSuccess)
