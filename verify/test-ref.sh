@@ -3,6 +3,9 @@
 # CPU backend for every pass and dtype, the CUDA backend when a device is
 # there, and the errors a bad request must produce.
 # Usage: verify/test-ref.sh path/to/kernelindex-ref
+# KI_TEST_BACKENDS="cuda" checks only the CUDA backend's families (on a
+# device, after the CPU checks ran elsewhere); default: cpu, and cuda when
+# a device is there.
 set -u
 REF=${1:-${KI_REF:-}}
 [ -n "$REF" ] || { echo "usage: test-ref.sh kernelindex-ref (or KI_REF=...)"; exit 2; }
@@ -95,6 +98,7 @@ fused_moe {"tokens":50,"experts":12,"hidden":80,"intermediate":48,"topk":3}'
 backends=cpu
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     backends="cpu cuda"
+backends=${KI_TEST_BACKENDS:-$backends}
 for b in $backends; do
 	while read -r k params; do
 		for p in forward backward full; do
