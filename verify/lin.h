@@ -48,6 +48,11 @@ struct lin_shape {
 	double beta, gamma;   /* the loss's settings (as Liger's defaults) */
 	double w_hard, w_soft;
 	int64_t ignore;       /* ignore_index */
+	int seq_level;        /* GRPO: importance ratio per sequence */
+	int old_fixed;        /* GRPO: the old policy's log-probabilities are
+	                       * those a previous forward saved (a gradient
+	                       * check), not this forward's own (the script's
+	                       * case: old = current, detached) */
 	int nslots;
 	struct lin_slot slot[LIN_MAX_SLOTS];
 	int64_t scratch;      /* scratch elements a computation needs */
@@ -103,7 +108,8 @@ int lin_cpu_run(const struct ref_job *job, struct ref_result *r,
 	char *err, size_t errlen);
 
 /* The CPU matmul rate (FLOPs per second) of the fp32 engine on a
- * 128 × 128 × 128 product (the median of seven); 0 when it cannot be measured. */
+ * 128 × 128 × 128 product (the median of seven); 0 when it cannot be
+ * measured. */
 double lin_cpu_matmul_rate(void);
 
 #ifdef __cplusplus

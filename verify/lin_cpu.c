@@ -151,11 +151,14 @@ lcpu_free(struct lcpu *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Allocates c's buffers for the shape s (borrowed: it must outlive c) in
+ * dtype dt. Returns KI_OK, or KI_ENOMEM with nothing held; free with
+ * lcpu_free(). */
 static int
 lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 	const struct lin_shape *s, enum api_dtype dt)
 {
-	int i;
+	int i, rc = KI_ENOMEM;
 
 	memset(c, 0, sizeof(*c));
 	c->f = f;
@@ -166,9 +169,10 @@ lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 		size_t n = (size_t)sl->n;
 
 		if (stored(sl->kind)) {
-			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) : 1);
+			c->host[i] = malloc(n > 0 ? n * esize(sl->kind, dt) :
+			    1);
 			if (c->host[i] == NULL)
-				goto fail;
+				goto out;
 		}
 		if (sl->kind == LK_TARGET) {
 			c->v[i] = c->host[i];
@@ -176,17 +180,18 @@ lcpu_alloc(struct lcpu *c, const struct lin_family *f,
 		}
 		c->work[i] = malloc(n > 0 ? n * sizeof(float) : 1);
 		if (c->work[i] == NULL)
-			goto fail;
+			goto out;
 		c->v[i] = c->work[i];
 	}
 	c->scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
 	    sizeof(float));
 	if (c->scratch == NULL)
-		goto fail;
-	return KI_OK;
-fail:
-	lcpu_free(c);
-	return KI_ENOMEM;
+		goto out;
+	rc = KI_OK;
+out:
+	if (rc != KI_OK)
+		lcpu_free(c);
+	return rc;
 }
 
 /* Standard-normal inputs, uniform targets, then the family's own. */
@@ -292,7 +297,8 @@ check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 		v[i] = work[i];
 		if (sl->kind == LK_IN || sl->kind == LK_IN1)
 			for (int64_t j = 0; j < sl->n; j++)
-				work[i][j] = ref_elem(c->host[i], (size_t)j, c->dt);
+				work[i][j] = ref_elem(c->host[i], (size_t)j,
+				    c->dt);
 	}
 	scratch = malloc((size_t)(s->scratch > 0 ? s->scratch : 1) *
 	    sizeof(double));

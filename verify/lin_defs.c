@@ -79,7 +79,8 @@ number(struct json_object *p, const char *const *names, double *v)
 			const char *str = json_object_get_string(o);
 			char *end;
 
-			if (strcmp(str, "true") == 0 || strcmp(str, "false") == 0) {
+			if (strcmp(str, "true") == 0 ||
+			    strcmp(str, "false") == 0) {
 				*v = str[0] == 't';
 				return 1;
 			}
@@ -209,6 +210,30 @@ parse_kto(struct json_object *p, struct lin_shape *s, char *err,
 	s->beta = beta;
 	s->ignore = (int64_t)ign;
 	return 0;
+}
+
+static int
+parse_grpo(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen, int seq_level)
+{
+	if (parse_head(p, s, err, errlen))
+		return -1;
+	s->seq_level = seq_level;
+	return 0;
+}
+
+static int
+parse_grpo_token(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen)
+{
+	return parse_grpo(p, s, err, errlen, 0);
+}
+
+static int
+parse_grpo_seq(struct json_object *p, struct lin_shape *s, char *err,
+	size_t errlen)
+{
+	return parse_grpo(p, s, err, errlen, 1);
 }
 
 static int
@@ -512,9 +537,9 @@ static const struct lin_family families[] = {
 	  prep_head, RUN(simpo_run), 1 },
 	{ "kto_loss", parse_kto, layout_kto, params_batch, prep_kto,
 	  RUN(kto_run), 0 },
-	{ "fused_linear_grpo_loss_token", parse_head, layout_grpo, params_batch,
-	  prep_head, RUN(grpo_run), 0 },
-	{ "fused_linear_grpo_loss_sequence", parse_head, layout_grpo,
+	{ "fused_linear_grpo_loss_token", parse_grpo_token, layout_grpo,
+	  params_batch, prep_head, RUN(grpo_run), 0 },
+	{ "fused_linear_grpo_loss_sequence", parse_grpo_seq, layout_grpo,
 	  params_batch, prep_head, RUN(grpo_run), 0 },
 	{ "fused_linear_jsd", parse_fljsd, layout_fljsd, params_tokens,
 	  prep_fljsd, RUN(fljsd_run), 0 },
