@@ -834,10 +834,12 @@ k_mta(struct cm *c, struct terms *t)
 
 /*
  * fused_neighborhood_attention — x (B, L, D), q/k/v/out projections
- * (D, D) with biases, n = min(kernel_size, L) neighbours per query.
+ * (D, D) with biases; query i attends to the keys i + m·dilation,
+ * |m| ≤ kernel_size/2, that lie in [0, L) (Liger's mask): P query-key
+ * pairs in all, L·kernel_size less those cut off at the ends.
  * forward: read x and the four projections (4·D²·s + 4·D·s), write the
  *   output; four projections 4 × 2·B·L·D² and the windowed attention
- *   2 × 2·B·L·D·n (scores and the weighted sum).
+ *   2 × 2·B·D·P (scores and the weighted sum).
  * backward: read dy, x and the weights, write dx and the weight and bias
  *   gradients; twice the forward FLOPs.
  * full: x and weights read once. resident: x, dy (the harness's), the
@@ -846,27 +848,30 @@ k_mta(struct cm *c, struct terms *t)
 static int
 k_neighborhood_attention(struct cm *c, struct terms *t)
 {
-	double b, l, d, heads, k, s = c->s, x, w, n, fl;
+	double b, l, d, heads, k, dil, s = c->s, x, w, m, pairs, fl;
 
 	if (opt(c, P_BATCH, 2, &b) || need(c, P_SEQ, &l) ||
 	    need(c, P_HIDDEN, &d) || opt(c, P_HEADS, 1, &heads) ||
-	    opt(c, NAMES("kernel_size", "K"), 7, &k))
+	    opt(c, NAMES("kernel_size", "K"), 7, &k) ||
+	    opt(c, NAMES("dilation"), 1, &dil))
 		return KI_EINVAL;
 	x = b * l * d * s;
 	w = 4 * d * d * s + 4 * d * s;
-	n = k < l ? k : l;
-	fl = 8 * b * l * d * d + 4 * b * l * d * n;
+	/* Offsets m = 1…M on each side reach l - m·dil queries. */
+	m = fmin(floor(k / 2), ceil(l / dil) - 1);
+	pairs = l + 2 * (m * l - dil * m * (m + 1) / 2);
+	fl = 8 * b * l * d * d + 4 * b * d * pairs;
 	t->fb = x + w + x;
 	t->ff = fl;
-	t->fv = 5 * b * heads * l * n;
+	t->fv = 5 * b * heads * pairs;
 	t->bb = x + x + w + x + w;
 	t->bf = 2 * fl;
-	t->bv = 5 * b * heads * l * n;
+	t->bv = 5 * b * heads * pairs;
 	t->shared = x + w;
 	t->rf = t->rb = x + x + w + x;
 	t->rfull = t->rf + w;
 	c->out->model = "fused_neighborhood_attention: 2·B·L·D·s + 4·D²·s, "
-	    "8·B·L·D² + 4·B·L·D·n FLOPs";
+	    "8·B·L·D² + 4·B·D·P FLOPs (P query-key pairs)";
 	return KI_OK;
 }
 
