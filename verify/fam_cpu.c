@@ -381,6 +381,9 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	rc = ref_cpu_bench(job, fcpu_pass_job, &cj, r, err, errlen);
 	if (rc != KI_OK)
 		goto out;
+	/* Matrix-bound families: their floor may be FLOPs at this rate. */
+	if (fam_flops(job->fam, &s) > 0)
+		r->matmul_rate = fam_x_matmul_rate();
 
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);

@@ -105,6 +105,9 @@ const struct family *fam_moe_find(const char *kernel);
  * fam_moe_flops answers for fused_moe alone. */
 double fam_flops(const struct family *f, const struct fam_shape *s);
 double fam_moe_flops(const struct family *f, const struct fam_shape *s);
+/* The FLOPs per second of those families' fp32 matrix product on the
+ * CPU, measured now (fam_attn.c); 0 when it cannot be measured. */
+double fam_x_matmul_rate(void);
 
 /* The first of names (NULL-terminated) in p as a positive integer: 1,
  * 0 when absent, -1 when present but not one (fam_attn.c). */

@@ -228,6 +228,14 @@ test_neighborhood_pairs(void)
 	    4.0 * 2 * 512 * (7 * 4096 - 12), 0);
 	CU_ASSERT_DOUBLE_EQUAL(c.vector_flops, 5.0 * 2 * 8 * (7 * 4096 - 12),
 	    0);
+	/* backward: dy, x and the weights read, dx written, and the weight
+	 * gradients, which accumulate over do_bench's repetitions (x alone is
+	 * in grad_to_none), read and written: 3·B·L·D·4 + 3·(4·D² + 4·D)·4. */
+	CU_ASSERT_EQUAL(est("fused_neighborhood_attention", "backward",
+	    "float32", "{\"batch\":2,\"seq\":4096,\"hidden\":512,"
+	    "\"heads\":8}", &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3.0 * 2 * 4096 * 512 * 4 +
+	    3.0 * (4 * 512 * 512 + 4 * 512) * 4, 0);
 }
 
 static void
