@@ -109,6 +109,13 @@ main(int argc, char **argv)
 	/* Simulated devices measure on the CPU. */
 	if (ref_sim_active())
 		job.backend = REF_CPU;
+	if (job.backend == REF_CUDA && job.fam != NULL &&
+	    (fam_attn_find(job.kernel) != NULL ||
+	    fam_moe_find(job.kernel) != NULL)) {
+		status = fail("the CUDA backend has no implementation of this "
+		    "family yet (the CPU backend has)", 3);
+		goto done;
+	}
 	if (job.backend == REF_CUDA && job.lin != NULL) {
 		status = fail("the CUDA backend has no implementation of this "
 		    "family yet (the CPU backend has)", 3);
