@@ -433,13 +433,13 @@ fam_attn_find(const char *kernel)
 }
 
 double
-fam_flops(const struct family *f, const struct fam_shape *s)
+fam_attn_flops(const struct family *f, const struct fam_shape *s)
 {
 	if (f == &attn[0] || f == &attn[1])
 		return flops_mta(s);
 	if (f == &attn[2])
 		return flops_na(s);
-	return fam_moe_flops(f, s);
+	return 0;
 }
 
 /* The rate of the attention and MoE kernels' matrix product (mm_nn_f,

@@ -292,6 +292,12 @@ total_elems(const struct fam_shape *s)
 	return t;
 }
 
+double
+fam_flops(const struct family *f, const struct fam_shape *s)
+{
+	return fam_attn_flops(f, s) + fam_moe_flops(f, s);
+}
+
 /* Reduces the shape until its tensors fit max_elems; 1 when reduced. */
 int
 fam_fit(const struct family *f, struct fam_shape *s, double max_elems)
