@@ -367,6 +367,17 @@ api_admin_token_create(api_ctx *ctx, const char *body, size_t len,
 		fail(r, 422, "Invalid", "role: must be reader, writer or admin");
 		return;
 	}
+	{
+		const char *why = api_token_limits_bad(json_object_get_string(
+		    json_object_object_get(o, "source")), json_object_get_string(
+		    json_object_object_get(o, "prefix")));
+
+		if (why != NULL) {
+			json_object_put(o);
+			fail(r, 422, "Invalid", "%s", why);
+			return;
+		}
+	}
 	rc = api_token_create(ctx->st, role, json_object_get_string(
 	    json_object_object_get(o, "source")), json_object_get_string(
 	    json_object_object_get(o, "prefix")), json_object_get_string(

@@ -189,7 +189,7 @@ api_create(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 		 * answers when it is done. The rendering of new objects happens
 		 * here, on this request's thread, so that the one thread that
 		 * writes does little more than store them. */
-		if (store_begin(ctx->st, 0, &txn) == KI_OK) {
+		if (store_begin_ahead(ctx->st, &txn) == KI_OK) {
 			for (size_t i = 0; i < j->u.n; i++)
 				for (size_t k = 0; !j->u.els[i].failed &&
 				    k < j->u.els[i].ndocs; k++)

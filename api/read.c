@@ -26,12 +26,26 @@ void
 api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r)
 {
+	api_get_at(ctx, k, name, len, 0, r);
+}
+
+void
+api_get_at(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
+	uint64_t min_rv, api_resp *r)
+{
 	store_txn *txn;
 	store_obj o;
 	int rc;
 
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
+		return;
+	}
+	if (min_rv > store_rv(txn)) {
+		api_resp_fail(r, 504, "Timeout", "resourceVersion", "Too large "
+		    "resource version: %llu, current: %llu",
+		    (unsigned long long)min_rv, (unsigned long long)store_rv(txn));
+		store_abort(txn);
 		return;
 	}
 	rc = store_get_by_name(txn, k->id, name, len, &o);

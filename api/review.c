@@ -42,13 +42,15 @@ is_admin(const api_principal *p)
 	    !p->token);
 }
 
-/* May p change the object of kind k named name? A stored one by the rules
- * its writes meet (api_may_change_stored: a source-limited token changes
- * only its source's runs), one to be created by its name. Fills st when
- * not. */
+/* May p change (verb) the object of kind k named name? A stored one by
+ * the rules its writes meet (api_may_change_stored: a source-limited
+ * token changes only its source's runs), one not stored by its name if
+ * the verb may create it (create, or patch: an apply creates), and never
+ * otherwise where a stored one could not be changed either (an update or
+ * a delete finds nothing to change). Fills st when not. */
 static int
 may_change(api_ctx *ctx, const api_principal *p, const api_kind *k,
-	const char *name, api_status *st)
+	const char *name, const char *verb, api_status *st)
 {
 	struct json_object *spec = NULL, *sn, *sv;
 	const char *src = NULL;
@@ -64,7 +66,10 @@ may_change(api_ctx *ctx, const api_principal *p, const api_kind *k,
 	}
 	if (store_get_by_name(t, k->id, name, strlen(name), &o) != KI_OK) {
 		store_abort(t);
-		return api_may_write_object(p, name, NULL, st);
+		if (strcmp(verb, "create") == 0 || strcmp(verb, "patch") == 0)
+			return api_may_write_object(p, name, NULL, st);
+		return api_may_change_stored(p, k->kind, k->id == API_RUN, name,
+		    NULL, 0, st);
 	}
 	if (k->id == API_RUN) {
 		spec = api_json_parse_len(o.json + o.spec_off, o.spec_len);
@@ -86,7 +91,7 @@ may_change(api_ctx *ctx, const api_principal *p, const api_kind *k,
  * name (NULL: any)? Appends why to reason. */
 static int
 may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
-	const char *name, ki_buf *reason)
+	const char *name, const char *verb, ki_buf *reason)
 {
 	const api_principal *p = rv->who;
 	api_status st;
@@ -105,7 +110,13 @@ may_write(api_ctx *ctx, const api_reviewer *rv, const api_kind *k,
 		ok = 0;
 	}
 	if (ok && name != NULL && *name != '\0')
-		ok = may_change(ctx, p, k, name, &st);
+		ok = may_change(ctx, p, k, name, verb, &st);
+	else if (ok && strcmp(verb, "create") != 0)
+		/* Any object of the kind: as for one of another source's runs,
+		 * or of another name, or a shared object, for a limited
+		 * token (the write answers 403 for those). */
+		ok = api_may_change_stored(p, k->kind, k->id == API_RUN, NULL,
+		    NULL, 0, &st);
 	if (!ok) {
 		ki_buf_puts(reason, st.message ? st.message : "not allowed");
 	} else if (p->source[0] != '\0' || p->prefix[0] != '\0') {
@@ -220,7 +231,7 @@ decide_resource(api_ctx *ctx, const api_reviewer *rv, struct json_object *ra,
 		return 0;
 	}
 	return may_write(ctx, rv, k != NULL ? k : api_kind_by_id(API_RUN), name,
-	    reason);
+	    verb, reason);
 }
 
 static int
@@ -590,12 +601,29 @@ rules_review(api_ctx *ctx, const api_reviewer *rv, const char *body,
 		    "\"apiGroups\":[\"" API_GROUP "\"],\"resources\":[\"*\"]}");
 	api_status_init(&st);
 	if (api_may_write(p, &st)) {
-		ki_buf_puts(&s, ",{\"verbs\":[\"create\",\"update\",\"patch\","
-		    "\"delete\"],\"apiGroups\":[\"" API_GROUP "\"],\"resources\":[");
-		for (int id = 1; id <= API_NKINDS; id++)
-			ki_buf_printf(&s, "%s\"%s\"", id > 1 ? "," : "",
+		int limited = p->source[0] != '\0' || p->prefix[0] != '\0';
+		int first = 1;
+
+		/* As the writes answer: a limited token writes no Threshold,
+		 * and one limited to a source changes only runs (of that
+		 * source), creating the other kinds. */
+		ki_buf_puts(&s, ",{\"verbs\":[\"create\"");
+		if (p->source[0] == '\0')
+			ki_buf_puts(&s, ",\"update\",\"patch\",\"delete\"");
+		ki_buf_puts(&s, "],\"apiGroups\":[\"" API_GROUP "\"],"
+		    "\"resources\":[");
+		for (int id = 1; id <= API_NKINDS; id++) {
+			if (limited && id == API_THRESHOLD)
+				continue;
+			ki_buf_printf(&s, "%s\"%s\"", first ? "" : ",",
 			    api_kind_by_id(id)->plural);
+			first = 0;
+		}
 		ki_buf_puts(&s, "]}");
+		if (p->source[0] != '\0')
+			ki_buf_puts(&s, ",{\"verbs\":[\"update\",\"patch\","
+			    "\"delete\"],\"apiGroups\":[\"" API_GROUP "\"],"
+			    "\"resources\":[\"benchmarkruns\"]}");
 	}
 	api_status_free(&st);
 	ki_buf_puts(&s, "],\"nonResourceRules\":[{\"verbs\":[\"get\"],"
@@ -608,9 +636,12 @@ rules_review(api_ctx *ctx, const api_reviewer *rv, const char *body,
 	if (is_admin(p))
 		ki_buf_puts(&s, ",{\"verbs\":[\"*\"],\"nonResourceURLs\":["
 		    "\"/admin/*\"]}");
-	ki_buf_puts(&s, "],\"incomplete\":false");
+	/* Rules cannot say "runs from one source" nor "names starting
+	 * with": for a limited token they say more than it may, and are
+	 * marked incomplete, with the limit told. */
+	ki_buf_printf(&s, "],\"incomplete\":%s", p->source[0] != '\0' ||
+	    p->prefix[0] != '\0' ? "true" : "false");
 	if (p->source[0] != '\0' || p->prefix[0] != '\0') {
-		/* Rules cannot say "runs from one source": the limit is told. */
 		ki_buf b;
 
 		ki_buf_init(&b);

@@ -497,6 +497,30 @@ exact_magnitude(double d)
 	return fabs(d) < 9223372036854775808.0 || fabs(d) >= 1e21;
 }
 
+/* Is v, when json-c holds it as an integer, the double RFC 8785 reads it
+ * as? Above 2^53 most integers are not: 9007199254740993 would be stored,
+ * hashed and served as 9007199254740992, changed in silence. */
+static int
+int_exact(struct json_object *v)
+{
+	int64_t i;
+	uint64_t u;
+	double d;
+
+	if (json_object_get_type(v) != json_type_int)
+		return 1;
+	i = json_object_get_int64(v);
+	if (i < 0) {
+		d = (double)i;
+		return i >= -9007199254740992LL || (int64_t)d == i;
+	}
+	u = json_object_get_uint64(v);
+	if (u <= 9007199254740992ULL)
+		return 1;
+	d = (double)u;
+	return d < 18446744073709551616.0 && (uint64_t)d == u;
+}
+
 /* ---- the walker ---- */
 
 void
@@ -708,7 +732,7 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 		if (t == json_type_string || t == json_type_boolean)
 			return;
 		if ((t == json_type_int || t == json_type_double) &&
-		    api_json_number(v, &d) && exact_magnitude(d))
+		    api_json_number(v, &d) && exact_magnitude(d) && int_exact(v))
 			return;
 		invalid(st, path->data, v,
 		    "must be a string, a finite number or a boolean");
@@ -732,6 +756,12 @@ walk(struct json_object *v, const api_field *f, ki_buf *path, api_status *st,
 			invalid(st, path->data, v, "must be below 2^63 in magnitude "
 			    "(RFC 8785 writes larger integers in full, and they would "
 			    "not read back exactly)");
+			return;
+		}
+		if (!int_exact(v)) {
+			invalid(st, path->data, v, "must be an integer that a double "
+			    "holds exactly (every one up to 2^53 is): RFC 8785 reads "
+			    "numbers as doubles, and would change this one");
 			return;
 		}
 		if (f->type == API_T_INTEGER && d != floor(d)) {

@@ -212,6 +212,10 @@ void api_stream_free(api_stream *s);
 
 void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r);
+/* api_get at least as new as min_rv (0: any): the newest version is
+ * served, and a min_rv the store has not reached is 504, as for a list. */
+void api_get_at(api_ctx *ctx, const api_kind *k, const char *name,
+	size_t len, uint64_t min_rv, api_resp *r);
 /* GET objects/<digest>: the canonical content, immutable (its version is
  * the digest). */
 void api_get_digest(api_ctx *ctx, const char *digest, api_resp *r);

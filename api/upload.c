@@ -1213,6 +1213,38 @@ parse_upload(api_ctx *ctx, const api_kind *coll, const char *body, size_t len,
 	return rc;
 }
 
+/* A List's own members, as a bundle's are: kind, apiVersion (v1, as
+ * kubectl sends it, or none), metadata (a ListMeta, read-only) and items;
+ * any other, or another apiVersion, fills st (400) rather than being
+ * passed over. root is borrowed. */
+static int
+list_wrapper_check(struct json_object *root, api_status *st)
+{
+	struct json_object *av;
+
+	json_object_object_foreach(root, key, val) {
+		(void)val;
+		if (strcmp(key, "kind") != 0 && strcmp(key, "apiVersion") != 0 &&
+		    strcmp(key, "metadata") != 0 && strcmp(key, "items") != 0) {
+			api_status_fail(st, 400, "BadRequest", "a List holds kind, "
+			    "apiVersion, metadata and items, not \"%.64s\"", key);
+			api_status_cause(st, "FieldValueNotSupported", key,
+			    "Unsupported value: not a member of a List");
+			return KI_EINVAL;
+		}
+	}
+	if (json_object_object_get_ex(root, "apiVersion", &av) &&
+	    (!json_object_is_type(av, json_type_string) ||
+	    strcmp(json_object_get_string(av), "v1") != 0)) {
+		api_status_fail(st, 400, "BadRequest", "a List's apiVersion is "
+		    "\"v1\", not %.64s", json_object_to_json_string(av));
+		api_status_cause(st, "FieldValueNotSupported", "apiVersion",
+		    "Unsupported value: a List is v1");
+		return KI_EINVAL;
+	}
+	return KI_OK;
+}
+
 /* parse_upload's second half: the elements of the parsed body root
  * (consumed). */
 static int
@@ -1246,6 +1278,10 @@ upload_root(api_ctx *ctx, const api_kind *coll, struct json_object *root,
 				api_status_fail(st, 422, "Invalid", "a List needs items");
 				api_status_cause(st, "FieldValueRequired", "items",
 				    "Required value: an array of documents");
+				return KI_EINVAL;
+			}
+			if (list_wrapper_check(root, st) != KI_OK) {
+				json_object_put(root);
 				return KI_EINVAL;
 			}
 			n = json_object_array_length(items);

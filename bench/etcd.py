@@ -60,6 +60,7 @@ CSV = os.path.join(DATA, 'liger', 'all_benchmark_data.csv')
 TCK = os.sysconf('SC_CLK_TCK')
 
 T = tempfile.mkdtemp(prefix='kibench-etcd-')
+LOAD_START = open('/proc/loadavg').read().split()[0]
 PROCS = []
 CLUSTERS = []
 R = {}                        # key -> [figures]
@@ -255,10 +256,14 @@ def etcd_values(cl, prefix, n):
     return [base64.b64decode(kv['value']) for kv in got.get('kvs', [])]
 
 
-def codec(vals, what):
-    """zlib on stored values: mean bytes raw and compressed, and the CPU
-    time per value to compress and decompress (zlib's C code; Python's
-    call overhead included)."""
+def codec(stored, what):
+    """zlib on stored values: mean bytes as etcd holds them, raw (values
+    the store compressed, store/etcd_codec.c, inflated) and compressed,
+    and the CPU time per value to compress and decompress (zlib's C code;
+    Python's call overhead included)."""
+    rec('z_%s_stored' % what, sum(len(v) for v in stored) / len(stored))
+    vals = [zlib.decompress(v[8:]) if v[:4] == b'\xffKZ1' else v
+            for v in stored]
     raw = sum(len(v) for v in vals) / len(vals)
     rec('z_%s_raw' % what, raw)
     zd = vals[0]
@@ -551,13 +556,14 @@ def report(Q, took):
           'compacted+defragmented) | %s |' % f0(Q['runs_q']),
           '| Liger bulk load through one replica | %s runs/s |' %
           f0(med('etcd_load_runs_per_s'))]
-    t += ['', '| zlib on stored values | raw B | level 1 B | level 6 B | '
-          'level 6 + dictionary B | µs to compress (1 / 6 / dict) | µs to '
-          'decompress (6) |', '|---|---|---|---|---|---|---|']
+    t += ['', '| zlib on stored values | as stored B | raw B | level 1 B | '
+          'level 6 B | level 6 + dictionary B | µs to compress (1 / 6 / '
+          'dict) | µs to decompress (6) |', '|---|---|---|---|---|---|---|---|']
     for w, name in (('rec', 'object records (o/)'),
                     ('ev', 'watch events (e/)')):
-        t.append('| %s | %s | %s | %s | %s | %.1f / %.1f / %.1f | %.1f |' % (
-            name, f0(med('z_%s_raw' % w)), f0(med('z_%s_z1' % w)),
+        t.append('| %s | %s | %s | %s | %s | %s | %.1f / %.1f / %.1f | %.1f |'
+                 % (name, f0(med('z_%s_stored' % w)),
+            f0(med('z_%s_raw' % w)), f0(med('z_%s_z1' % w)),
             f0(med('z_%s_z6' % w)), f0(med('z_%s_z6dict' % w)),
             med('z_%s_z1_cus' % w), med('z_%s_z6_cus' % w),
             med('z_%s_z6dict_cus' % w), med('z_%s_z6_dus' % w)))
@@ -579,9 +585,10 @@ def report(Q, took):
         with open(out, 'a') as f:
             f.write('\n## Run of %s (source %s)\n\n' % (
                 time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), src))
-            f.write('- machine: %d CPUs, %s; load average at the end: %s\n'
-                    % (os.cpu_count(), m.group(1) if m else '?',
-                       open('/proc/loadavg').read().split()[0]))
+            f.write('- machine: %d CPUs, %s; load average at the start: %s, '
+                    'at the end: %s\n' % (
+                        os.cpu_count(), m.group(1) if m else '?', LOAD_START,
+                        open('/proc/loadavg').read().split()[0]))
             f.write('- command: `bench/etcd.py --out %s` (%d s; medians of '
                     '%d runs of %d s)\n\n' % (os.path.relpath(out, TOP),
                                              took, REPS, D))

@@ -173,6 +173,35 @@ get_header(void *cls, const char *name)
 	    name);
 }
 
+typedef struct arg_list {
+	const char **names;
+	size_t n, max;
+} arg_list;
+
+static enum MHD_Result
+arg_name(void *cls, enum MHD_ValueKind kind, const char *key,
+	const char *value)
+{
+	arg_list *l = cls;
+
+	(void)kind;
+	(void)value;
+	if (l->n < l->max)
+		l->names[l->n] = key;
+	l->n++;
+	return MHD_YES;
+}
+
+static size_t
+get_arg_names(void *cls, const char **names, size_t max)
+{
+	arg_list l = { names, 0, max };
+
+	MHD_get_connection_values(((lookup *)cls)->c, MHD_GET_ARGUMENT_KIND,
+	    arg_name, &l);
+	return l.n;
+}
+
 static int
 is_loopback(struct MHD_Connection *c)
 {
@@ -587,6 +616,7 @@ typedef struct framing {
 	int name_bad;              /* a name holds a character not a tchar */
 	int value_bad;             /* a value holds a bare CR */
 	int host;                  /* Host headers */
+	int host_bad;              /* one is no host[:port] */
 } framing;
 
 /* Adds one Content-Length value (v[0..n), trimmed) to f. */
@@ -641,8 +671,14 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 	if ((key_size > 14 && strncasecmp(key, "Content-Length", 14) == 0) ||
 	    (key_size > 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0))
 		f->name_bad = 1;
-	if (strcasecmp(key, "Host") == 0)
+	if (strcasecmp(key, "Host") == 0) {
+		/* uri-host [":" port] (RFC 9110 7.2), as Go's server checks
+		 * it: no space, and none of the delimiters of a URI's other
+		 * parts. */
+		if (strcspn(value, " \t/?#@\"<>\\^`{|}") != strlen(value))
+			f->host_bad = 1;
 		f->host++;
+	}
 	if (strcasecmp(key, "Transfer-Encoding") == 0) {
 		const char *v = value;
 		size_t n;
@@ -740,6 +776,9 @@ framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request's "
 		    "Content-Length is not one non-negative decimal number (several "
 		    "differing values, or not a number)");
+	else if (f.host_bad)
+		api_resp_fail(r, 400, "BadRequest", NULL, "the Host header is not "
+		    "a host and port");
 	else if (f.host > 1 ||
 	    (f.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
 		/* RFC 9112 3.2: an HTTP/1.1 request has exactly one Host;
@@ -820,6 +859,14 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 		    "value may hold");
 		return 1;
 	}
+	/* RFC 9110 10.1.1: an expectation other than 100-continue is not
+	 * one this server meets (417), rather than one it passes over. */
+	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
+	if (ct != NULL && strcasecmp(ct, "100-continue") != 0) {
+		api_resp_fail(&rq->resp, 417, "ExpectationFailed", NULL, "the "
+		    "expectation \"%.32s\" cannot be met: only 100-continue is", ct);
+		return 1;
+	}
 	if (body_coding(c, rq, &rq->resp) != 0)
 		return 1;
 	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
@@ -830,6 +877,7 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 	req.path = url;
 	req.arg = get_arg;
 	req.header = get_header;
+	req.arg_names = get_arg_names;
 	req.cls = &lk;
 	req.loopback = is_loopback(c);
 	/* A compressed body is read whole (up to the limit for its type,
@@ -989,6 +1037,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		req.path = url;
 		req.arg = get_arg;
 		req.header = get_header;
+		req.arg_names = get_arg_names;
 		req.cls = &lk;
 		req.body = rq->body.data ? rq->body.data : "";
 		req.body_len = rq->body.len;

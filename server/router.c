@@ -84,6 +84,89 @@ bool_arg(const http_req *req, const char *name, int *out, api_resp *r)
 	return -1;
 }
 
+/* A query parameter that must be a decimal number up to max, when given
+ * and not empty: *out (0 when absent). Returns -1 with r filled (400
+ * naming it) on any other value. */
+static int
+uint_arg(const http_req *req, const char *name, unsigned long long max,
+	unsigned long long *out, api_resp *r)
+{
+	const char *v = req->arg(req->cls, name);
+	char *end;
+
+	*out = 0;
+	if (v == NULL || *v == '\0')
+		return 0;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 ||
+	    *out > max) {
+		api_resp_fail(r, 400, "BadRequest", name, "invalid %s \"%.32s\": "
+		    "a decimal number up to %llu is expected", name, v, max);
+		return -1;
+	}
+	return 0;
+}
+
+/* Query parameters every endpoint takes, as kube-apiserver does: pretty
+ * (the same document, indented or not) and timeout (kubectl's
+ * --request-timeout; no answer here is held that long). */
+static const char *const ARGS_ANY[] = { "pretty", "timeout", NULL };
+
+/* The parameters of each kind of request (NULL-ended). */
+static const char *const ARGS_LIST[] = { "limit", "continue",
+	"labelSelector", "fieldSelector", "resourceVersion",
+	"resourceVersionMatch", "watch", "allowWatchBookmarks",
+	"timeoutSeconds", "includeObject", NULL };
+/* The runs' list also answers in CSV. */
+static const char *const ARGS_LIST_RUNS[] = { "limit", "continue",
+	"labelSelector", "fieldSelector", "resourceVersion",
+	"resourceVersionMatch", "watch", "allowWatchBookmarks",
+	"timeoutSeconds", "includeObject", "format", "versionLabel", NULL };
+static const char *const ARGS_GET[] = { "resourceVersion", "includeObject",
+	NULL };
+static const char *const ARGS_CREATE[] = { "dryRun", "fieldValidation",
+	"fieldManager", "atomic", NULL };
+static const char *const ARGS_UPDATE[] = { "dryRun", "fieldValidation",
+	"fieldManager", "force", NULL };
+static const char *const ARGS_DELETE[] = { "dryRun", "propagationPolicy",
+	"gracePeriodSeconds", "orphanDependents", NULL };
+
+static int
+listed(const char *const *set, const char *name)
+{
+	for (; *set != NULL; set++)
+		if (strcmp(*set, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Warns (299, as an unknown field is) of each query parameter of req that
+ * neither known nor ARGS_ANY names: passed over, but not in silence. */
+static void
+warn_unknown_args(const http_req *req, const char *const *known,
+	api_resp *r)
+{
+	const char *names[32];
+	size_t n;
+
+	if (req->arg_names == NULL)
+		return;
+	n = req->arg_names(req->cls, names, sizeof(names) / sizeof(names[0]));
+	if (n > sizeof(names) / sizeof(names[0]))
+		n = sizeof(names) / sizeof(names[0]);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+
+		while (k < i && strcmp(names[k], names[i]) != 0)
+			k++;
+		if (k < i || listed(known, names[i]) || listed(ARGS_ANY, names[i]))
+			continue;
+		api_resp_warn(r, "unknown query parameter \"%.64s\" ignored",
+		    names[i]);
+	}
+}
+
 /* Media type without parameters, lower-cased, into out. */
 static void
 media_type(const char *ct, char *out, size_t n)
@@ -97,6 +180,40 @@ media_type(const char *ct, char *out, size_t n)
 	for (; ct[i] && ct[i] != ';' && ct[i] != ' ' && i + 1 < n; i++)
 		out[i] = (char)(ct[i] >= 'A' && ct[i] <= 'Z' ? ct[i] + 32 : ct[i]);
 	out[i] = '\0';
+}
+
+/* Does the Content-Type ct (may be NULL) name a charset other than
+ * UTF-8? JSON is UTF-8 (RFC 8259 8.1): a body said to be in another is
+ * refused (415), not read as UTF-8 in silence. */
+static int
+charset_bad(const char *ct)
+{
+	const char *p = ct != NULL ? strchr(ct, ';') : NULL;
+
+	for (; p != NULL; p = strchr(p, ';')) {
+		const char *v;
+		size_t n;
+
+		p++;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncasecmp(p, "charset=", 8) != 0)
+			continue;
+		v = p + 8;
+		if (*v == '"')
+			v++;
+		n = strcspn(v, "\"; \t");
+		return !((n == 5 && strncasecmp(v, "utf-8", 5) == 0) ||
+		    (n == 4 && strncasecmp(v, "utf8", 4) == 0));
+	}
+	return 0;
+}
+
+static void
+charset_refused(api_resp *r)
+{
+	fail(r, 415, "UnsupportedMediaType", "the body's charset must be "
+	    "UTF-8 (JSON is UTF-8): send it as UTF-8, or drop the charset");
 }
 
 static int
@@ -127,7 +244,9 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
 	o->if_match = req->header(req->cls, "If-Match");
-	if (dry != NULL && *dry != '\0') {
+	/* An empty dryRun is no value either (kube-apiserver: 400), not
+	 * "no dry run": the client meant something. */
+	if (dry != NULL) {
 		if (strcmp(dry, "All") != 0) {
 			fail(r, 400, "BadRequest", "invalid dryRun value \"%.32s\": the "
 			    "only supported value is All", dry);
@@ -192,8 +311,10 @@ wants_table(const http_req *req)
 	return a != NULL && strstr(a, "as=Table") != NULL;
 }
 
+/* includeObject (None, Metadata, Object, as kube-apiserver takes it), or
+ * -1 with r filled (400) for another value. */
 static int
-include_of(const http_req *req)
+include_of(const http_req *req, api_resp *r)
 {
 	const char *v = req->arg(req->cls, "includeObject");
 
@@ -201,7 +322,11 @@ include_of(const http_req *req)
 		return API_INCLUDE_METADATA;
 	if (strcmp(v, "Object") == 0)
 		return API_INCLUDE_OBJECT;
-	return API_INCLUDE_NONE;
+	if (strcmp(v, "None") == 0)
+		return API_INCLUDE_NONE;
+	api_resp_fail(r, 400, "BadRequest", "includeObject", "invalid "
+	    "includeObject \"%.32s\": None, Metadata or Object", v);
+	return -1;
 }
 
 static void
@@ -227,8 +352,8 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	}
 	p->kind = k;
 	p->table = wants_table(req);
-	p->include = include_of(req);
-	if (bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
+	if ((p->include = include_of(req, r)) < 0 ||
+	    bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
 		free(p);
 		return;
 	}
@@ -262,6 +387,19 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	}
 	p->label_selector = ls ? strdup(ls) : NULL;
 	p->field_selector = fs ? strdup(fs) : NULL;
+	{
+		/* The stream's answer carries one Warning, of the first
+		 * parameter a watch does not read. */
+		api_resp w;
+
+		api_resp_init(&w);
+		warn_unknown_args(req, k->id == API_RUN ? ARGS_LIST_RUNS :
+		    ARGS_LIST, &w);
+		if (w.nwarnings > 0)
+			snprintf(p->warning, sizeof(p->warning), "%s",
+			    w.warnings[0]);
+		api_resp_free(&w);
+	}
 	*watch = p;
 }
 
@@ -413,6 +551,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	if (strcmp(req->method, "GET") == 0) {
 		api_list_opts lo;
 		const char *limit = req->arg(req->cls, "limit");
+		unsigned long long timeout;
 		char *end;
 		int w;
 
@@ -435,12 +574,18 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		}
 		memset(&lo, 0, sizeof(lo));
 		lo.table = wants_table(req);
-		lo.include = include_of(req);
+		/* timeoutSeconds bounds a list's time too; one is never held
+		 * that long here, but the value must still be one. */
+		if ((lo.include = include_of(req, r)) < 0 ||
+		    uint_arg(req, "timeoutSeconds", (unsigned long long)INT64_MAX,
+		    &timeout, r) != 0)
+			return;
 		if (limit != NULL && *limit != '\0') {
 			errno = 0;
 			unsigned long long v = strtoull(limit, &end, 10);
 
-			if (*end != '\0' || errno != 0 || limit[0] == '-') {
+			if (*end != '\0' || errno != 0 || limit[0] < '0' ||
+			    limit[0] > '9') {
 				fail(r, 400, "BadRequest", "invalid limit \"%.32s\": must be "
 				    "a non-negative integer", limit);
 				return;
@@ -466,9 +611,26 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 				return;
 		}
 		lo.continue_token = req->arg(req->cls, "continue");
+		{
+			/* The token says where the next page starts, and the
+			 * page is read at the newest version: a resourceVersion
+			 * beside it would be passed over. Refused, as
+			 * kube-apiserver refuses it. */
+			const char *rv = req->arg(req->cls, "resourceVersion");
+
+			if (lo.continue_token != NULL && *lo.continue_token != '\0' &&
+			    rv != NULL && *rv != '\0' && strcmp(rv, "0") != 0) {
+				api_resp_fail(r, 400, "BadRequest", "resourceVersion",
+				    "specifying resource version is not allowed when "
+				    "using continue");
+				return;
+			}
+		}
 		lo.label_selector = req->arg(req->cls, "labelSelector");
 		lo.field_selector = req->arg(req->cls, "fieldSelector");
 		api_list(rt->api, k, &lo, r);
+		warn_unknown_args(req, k->id == API_RUN ? ARGS_LIST_RUNS :
+		    ARGS_LIST, r);
 		return;
 	}
 	if (strcmp(req->method, "POST") == 0) {
@@ -493,6 +655,7 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 		}
 		api_create(rt->api, k, req->body, req->body_len, is_ndjson(mt), &wo,
 		    r);
+		warn_unknown_args(req, ARGS_CREATE, r);
 		return;
 	}
 	method_not_allowed(r, req->method, ALLOW_COLLECTION);
@@ -505,6 +668,15 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	size_t len = strlen(name);
 
 	if (strcmp(req->method, "GET") == 0) {
+		unsigned long long rv;
+		int include;
+
+		/* An object is served at the newest version, which satisfies
+		 * an older resourceVersion; a newer one, or one that is no
+		 * version, is answered as a list's is. */
+		if ((include = include_of(req, r)) < 0 ||
+		    uint_arg(req, "resourceVersion", UINT64_MAX, &rv, r) != 0)
+			return;
 		if (wants_table(req)) {
 			api_list_opts lo;
 			char fs[300];
@@ -512,18 +684,20 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			/* A one-row Table: the list path, selecting the name. */
 			memset(&lo, 0, sizeof(lo));
 			lo.table = 1;
-			lo.include = include_of(req);
+			lo.include = include;
+			lo.min_rv = rv;
 			snprintf(fs, sizeof(fs), "metadata.name=%s", name);
 			lo.field_selector = fs;
-			api_get(rt->api, k, name, len, r);
+			api_get_at(rt->api, k, name, len, rv, r);
 			if (r->code != 200)
 				return;
 			api_resp_free(r);
 			api_resp_init(r);
 			api_list(rt->api, k, &lo, r);
-			return;
+		} else {
+			api_get_at(rt->api, k, name, len, rv, r);
 		}
-		api_get(rt->api, k, name, len, r);
+		warn_unknown_args(req, ARGS_GET, r);
 		return;
 	}
 	if (strcmp(req->method, "DELETE") == 0) {
@@ -541,6 +715,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		    rt->api->lim->max_depth, &wo, r) != KI_OK)
 			return;
 		api_delete(rt->api, k, name, len, &wo, r);
+		warn_unknown_args(req, ARGS_DELETE, r);
 		return;
 	}
 	if (strcmp(req->method, "PATCH") == 0 || strcmp(req->method, "PUT") == 0) {
@@ -558,6 +733,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 			}
 			api_replace(rt->api, k, name, req->body, req->body_len, &wo, r);
+			warn_unknown_args(req, ARGS_UPDATE, r);
 			return;
 		}
 		if (strcmp(mt, "application/merge-patch+json") == 0)
@@ -587,6 +763,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
+		warn_unknown_args(req, ARGS_UPDATE, r);
 		return;
 	}
 	method_not_allowed(r, req->method, ALLOW_ITEM);
@@ -745,6 +922,28 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 
 /* /admin/tokens (GET list, POST create) and /admin/tokens/ID (DELETE):
  * admins only. The secret is in the create answer and nowhere else. */
+/* The admin endpoints are not Kubernetes resources: a query parameter
+ * (a dryRun believed honoured while a real token is made), or a body
+ * where none is read, is refused rather than passed over. Returns 0, or
+ * -1 with r filled (400). */
+static int
+admin_plain(const http_req *req, int body_read, api_resp *r)
+{
+	const char *name;
+
+	if (req->arg_names != NULL && req->arg_names(req->cls, &name, 1) > 0) {
+		api_resp_fail(r, 400, "BadRequest", name, "%s takes no query "
+		    "parameter, not \"%.64s\"", req->path, name);
+		return -1;
+	}
+	if (!body_read && req->body_len > 0) {
+		fail(r, 400, "BadRequest", "%s %s takes no body", req->method,
+		    req->path);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 admin_tokens(router *rt, const http_req *req, const char *rest,
 	api_resp *r)
@@ -755,6 +954,9 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 		    "Unauthorized", "managing tokens needs an admin token");
 		return;
 	}
+	if (admin_plain(req, *rest == '\0' && strcmp(req->method, "POST") == 0,
+	    r) != 0)
+		return;
 	if (*rest == '\0' && strcmp(req->method, "GET") == 0) {
 		api_admin_token_list(rt->api, r);
 		return;
@@ -782,6 +984,8 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		    "Unauthorized", "backups need an admin token");
 		return;
 	}
+	if (admin_plain(req, 1, r) != 0)
+		return;
 	if (strcmp(req->method, "POST") != 0) {
 		method_not_allowed(r, req->method, "POST");
 		return;
@@ -812,6 +1016,18 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 	const http_req *req = in;
 	const char *p = in->path;
 
+	/* A token in the URL is kept by every log and proxy on the way, and
+	 * would be passed over here: refused, not ignored. */
+	if (in->arg(in->cls, "access_token") != NULL) {
+		api_resp_fail(r, 400, "BadRequest", "access_token", "a token is "
+		    "sent in the Authorization header (Bearer), never in the URL");
+		return;
+	}
+	if (strcmp(in->method, "GET") != 0 && strcmp(in->method, "HEAD") != 0 &&
+	    charset_bad(in->header(in->cls, "Content-Type"))) {
+		charset_refused(r);
+		return;
+	}
 	/* HEAD is GET without the body; the HTTP layer drops the body. */
 	if (strcmp(in->method, "HEAD") == 0) {
 		head = *in;
@@ -997,6 +1213,10 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 	media_type(ct, mt, sizeof(mt));
 	if (!is_ndjson(mt))
 		return NULL;
+	if (charset_bad(ct)) {
+		charset_refused(r);
+		return NULL;
+	}
 	rest = p + plen + 1;
 	slash = strchr(rest, '/');
 	if ((slash != NULL && slash[1] != '\0') || api_kind_by_plural(rest,
@@ -1020,5 +1240,7 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	if ((s = api_stream_open(rt->api, &wo)) == NULL)
 		api_fail_rc(r, KI_ENOMEM, "starting the upload");
+	else
+		warn_unknown_args(req, ARGS_CREATE, r);
 	return s;
 }

@@ -24,6 +24,10 @@ typedef struct http_req {
 	/* Query parameter and header lookups; NULL when absent. */
 	const char *(*arg)(void *cls, const char *name);
 	const char *(*header)(void *cls, const char *name);
+	/* The names of the query parameters, in order, into names (at most
+	 * max, borrowed for the request); returns how many there are (may be
+	 * more than max). NULL: not known (no check of unknown names). */
+	size_t (*arg_names)(void *cls, const char **names, size_t max);
 	void *cls;
 	const char *body;
 	size_t body_len;

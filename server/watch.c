@@ -1094,6 +1094,22 @@ watch_start(watch_hub *h, void *connection, watch_params *params)
 	pthread_mutex_unlock(&h->mu);
 	MHD_add_response_header(mr, "Content-Type", "application/json");
 	MHD_add_response_header(mr, "Cache-Control", "no-store");
+	if (params->warning[0] != '\0') {
+		char hdr[300];
+		size_t n = (size_t)snprintf(hdr, sizeof(hdr), "299 - \"");
+
+		/* A quoted-string: '"' and '\\' escaped, controls left out. */
+		for (const char *q = params->warning;
+		    *q != '\0' && n + 4 < sizeof(hdr); q++) {
+			if (*q == '"' || *q == '\\')
+				hdr[n++] = '\\';
+			if ((unsigned char)*q >= 0x20 && *q != 0x7f)
+				hdr[n++] = *q;
+		}
+		hdr[n++] = '"';
+		hdr[n] = '\0';
+		MHD_add_response_header(mr, "Warning", hdr);
+	}
 	ret = MHD_queue_response(c, 200, mr);
 	MHD_destroy_response(mr);
 	return ret;

@@ -23,6 +23,7 @@ typedef struct watch_params {
 	int bookmarks;              /* allowWatchBookmarks=true */
 	int timeout;                /* timeoutSeconds, 0 = none */
 	int http11;                 /* the request is HTTP/1.1 */
+	char warning[128];          /* a Warning's text for the answer, or "" */
 } watch_params;
 
 /* history: the store's event history; the in-memory ring keeps no more. */

@@ -12,6 +12,8 @@ typedef struct store_ops {
 	void (*close)(store *s);
 	int (*begin)(store *s, int write, store_txn **out);
 	int (*begin_child)(store_txn *parent, store_txn **out);
+	/* store_begin_ahead (NULL: begin(s, 0, out)). */
+	int (*begin_ahead)(store *s, store_txn **out);
 	int (*commit)(store_txn *t);
 	void (*abort)(store_txn *t);
 	uint64_t (*writes)(store_txn *t);

@@ -40,6 +40,14 @@ store_begin(store *s, int write, store_txn **out)
 }
 
 int
+store_begin_ahead(store *s, store_txn **out)
+{
+	if (ops_of(s)->begin_ahead == NULL)
+		return ops_of(s)->begin(s, 0, out);
+	return ops_of(s)->begin_ahead(s, out);
+}
+
+int
 store_begin_child(store_txn *parent, store_txn **out)
 {
 	return ops_of(store_of(parent))->begin_child(parent, out);

@@ -743,6 +743,7 @@ static const store_ops et_ops = {
 	.close = et_close,
 	.begin = et_begin,
 	.begin_child = et_begin_child,
+	.begin_ahead = et_begin_ahead,
 	.commit = et_commit,
 	.abort = et_abort,
 	.writes = et_writes,

@@ -522,6 +522,24 @@ et_wc_stats(et_store *e, et_wc_info *out)
 
 /* ---- the thread: load, then watch ---- */
 
+/* The value of kv (et_unb64): a stored value that does not inflate
+ * (etcd_codec.c) is kept as one byte no record decodes from, so that a
+ * read of it is KI_ECORRUPT, as a read from etcd is. */
+static int
+wc_value(json_object *kv, char **v, size_t *vl)
+{
+	int rc = et_unb64(kv, "value", v, vl);
+
+	if (rc != KI_ECORRUPT)
+		return rc;
+	if ((*v = malloc(2)) == NULL)
+		return KI_ENOMEM;
+	(*v)[0] = (char)0xff;
+	(*v)[1] = '\0';
+	*vl = 1;
+	return KI_OK;
+}
+
 static void
 wc_log(et_wcache *c, int level, const char *msg)
 {
@@ -612,7 +630,7 @@ wc_load(et_wcache *c)
 			size_t kl, vl;
 
 			if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
-			    (rc = et_unb64(kv, "value", &v, &vl)) == KI_OK) {
+			    (rc = wc_value(kv, &v, &vl)) == KI_OK) {
 				rc = map_apply(&m, k, kl, et_int(kv, "mod_revision"),
 				    v != NULL ? v : "", vl);
 				if (kl == c->rvklen && memcmp(k, c->rvkey, kl) == 0)
@@ -700,7 +718,7 @@ wc_message(et_wcache *c, json_object *o)
 		if (mod < c->next_rev)
 			continue;   /* a stream taken up again sends it twice */
 		if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
-		    (rc = et_unb64(kv, "value", &v, &vl)) == KI_OK) {
+		    (rc = wc_value(kv, &v, &vl)) == KI_OK) {
 			if (mod > top)
 				top = mod;
 			rc = map_apply(&c->map, k, kl, mod,

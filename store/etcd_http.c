@@ -154,6 +154,13 @@ et_conn_get(et_store *e)
 }
 
 void
+et_conn_timeout(et_store *e, et_conn *c, long ms)
+{
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, ms > 0 ? ms :
+	    e->timeout_ms);
+}
+
+void
 et_conn_put(et_store *e, et_conn *c)
 {
 	if (c == NULL)
@@ -640,6 +647,11 @@ et_stream(et_store *e, const char *path, const char *body, size_t len,
 		 * shut down. */
 		curl_easy_setopt(c->curl, CURLOPT_FRESH_CONNECT, 1L);
 		curl_easy_setopt(c->curl, CURLOPT_FORBID_REUSE, 1L);
+		/* A member that vanishes without closing the connection
+		 * ends the stream too. */
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPIDLE, 10L);
+		curl_easy_setopt(c->curl, CURLOPT_TCP_KEEPINTVL, 5L);
 		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION,
 		    on_stream_open);
 		curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETDATA, &st);

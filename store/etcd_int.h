@@ -59,6 +59,8 @@
 #define ET_CONNS 8             /* idle connections kept */
 #define ET_TRIES 6             /* tries of a request while etcd is
                                 * unavailable (et_post_read) */
+#define ET_TXN_TIMEOUTS 6       /* a commit's Txn may take this many
+                                * request timeouts */
 #define ET_WAIT_MS 5000        /* the longest a commit waits for the watch
                                 * cache to apply it */
 #define ET_BATCH 100           /* range requests in one prefetching Txn
@@ -166,6 +168,8 @@ int et_http_open(et_store *e, const store_etcd_options *eo);
 void et_http_close(et_store *e);
 et_conn *et_conn_get(et_store *e);
 void et_conn_put(et_store *e, et_conn *c);
+/* Sets c's per-request timeout (0: the store's). */
+void et_conn_timeout(et_store *e, et_conn *c, long ms);
 /* POSTs body (JSON) to path once; *out (caller puts with
  * json_object_put) is the answer. KI_EUNAVAIL when no endpoint answers
  * or etcd cannot serve for now (no leader, leader changed, a timeout:
@@ -319,6 +323,7 @@ int et_scan(store_txn *t, const char *start, size_t slen, const char *end,
 int et_scan_remote(store_txn *t, const char *start, size_t slen,
 	const char *end, size_t elen, et_scan_fn fn, void *arg);
 int et_begin(store *s, int write, store_txn **out);
+int et_begin_ahead(store *s, store_txn **out);
 /* m/rv's mod_revision in etcd now (key, klen: P m/rv; 0: absent), read
  * with et_post_read. */
 int et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,

@@ -945,6 +945,29 @@ top_free(store_txn *t)
 	free(t);
 }
 
+/* A write transaction served by the watch cache begins at etcd's latest
+ * state: one range request reads m/rv's revision there, and when the
+ * cache is behind it the transaction waits for the cache and reads again,
+ * so that its commit conflicts only with a commit made while it ran. */
+static int
+write_fresh(store_txn *t)
+{
+	et_store *e = (et_store *)(void *)t->s;
+	et_top *w = t->top;
+	char key[512];
+	int64_t mod;
+	int rc;
+
+	if ((rc = et_rv_mod_now(e, w->conn, key, et_key(e, key, 'm', "rv", 2),
+	    &mod)) != KI_OK || mod <= w->rv_mod)
+		return rc;
+	(void)et_wc_wait(e, mod, ET_WAIT_MS);
+	et_wc_end(e, w->rev);
+	w->cached = 0;
+	reads_free(w);
+	return read_meta(t);
+}
+
 int
 et_begin(store *s, int write, store_txn **out)
 {
@@ -967,6 +990,8 @@ et_begin(store *s, int write, store_txn **out)
 		rc = KI_ENOMEM;
 	else
 		rc = read_meta(t);
+	if (rc == KI_OK && write && t->top->cached)
+		rc = write_fresh(t);
 	if (rc != KI_OK) {
 		top_free(t);
 		return rc;
@@ -1001,6 +1026,16 @@ et_confirm(store_txn *t, int fresh)
 	if ((rc = read_meta(t)) != KI_OK)
 		return rc;
 	return 1;
+}
+
+int
+et_begin_ahead(store *s, store_txn **out)
+{
+	int rc = et_begin(s, 0, out);
+
+	if (rc == KI_OK)
+		(*out)->top->confirmed = 1;   /* no confirmation: see store.h */
+	return rc;
 }
 
 int
@@ -1155,6 +1190,9 @@ commit_top(store_txn *t)
 	ki_buf_puts(&b, "],\"failure\":[{\"request_range\":{\"key\":");
 	et_b64(&b, key, klen);
 	ki_buf_puts(&b, "}}]}");
+	/* A large Txn (a bulk upload's thousands of keys) may take etcd a
+	 * while: its outcome unknown after a timeout is worse than a wait. */
+	et_conn_timeout(e, w->conn, e->timeout_ms * ET_TXN_TIMEOUTS);
 	if (b.oom)
 		rc = KI_ENOMEM;
 	else
@@ -1173,6 +1211,7 @@ commit_top(store_txn *t)
 		rc = et_post(e, w->conn, "/v3/kv/txn", b.data, b.len, &resp);
 	}
 	ki_buf_free(&b);
+	et_conn_timeout(e, w->conn, 0);
 	if (rc == KI_OK && (!json_object_object_get_ex(resp, "succeeded", &ok) ||
 	    !json_object_get_boolean(ok)))
 		rc = KI_ECONFLICT;

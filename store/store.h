@@ -22,7 +22,11 @@
  *
  * What every backend provides:
  *  - Transactions see one consistent state (snapshot isolation) and a
- *    write transaction is all or nothing. A child transaction
+ *    write transaction is all or nothing. A process sees its own commits
+ *    at once; where several processes share a store (etcd), another
+ *    process's commit may be seen a moment later, unless store_sync
+ *    reached it first (a lookup that finds nothing as a read
+ *    transaction's first read reaches it on its own: store/etcd.h). A child transaction
  *    (store_begin_child) is a savepoint of its parent: its writes join
  *    the parent's when it commits and vanish when it aborts. An engine
  *    without nested transactions keeps a transaction's writes in memory
@@ -147,6 +151,13 @@ const char *store_backend_name(const store *s);
  * KI_EIO when the store cannot take writes now (its space is exhausted, an
  * earlier background write failed). */
 int store_begin(store *s, int write, store_txn **out);
+/* Begins a read transaction whose answers only prepare a write that reads
+ * them again (a read ahead of a write: what a request renders before its
+ * job runs in the committer's transaction). A backend whose reads may lag
+ * other processes' commits (etcd's watch cache) answers from its copy
+ * without asking the engine about a lookup that misses; the write
+ * transaction decides. Otherwise store_begin(s, 0, out). */
+int store_begin_ahead(store *s, store_txn **out);
 /* Begins a child of a write transaction (a savepoint): its writes join
  * the parent's when it commits, and vanish when it aborts. Used to batch
  * many requests into one durable commit (group commit, below). */

@@ -15,17 +15,8 @@
 #include <time.h>
 
 #include "verify/ref.h"
-
-#define CK(call)                                                        \
-	do {                                                            \
-		cudaError_t e_ = (call);                                \
-		if (e_ != cudaSuccess) {                                \
-			snprintf(err, errlen, "%s: %s (line %d)", #call, \
-			    cudaGetErrorString(e_), __LINE__);          \
-			rc = KI_EIO;                                    \
-			goto out;                                       \
-		}                                                       \
-	} while (0)
+#include "verify/fam_cuda.cuh"
+#include "verify/fam_cuda_rows.cuh"
 
 /* Slot numbers: the same layouts as verify/fam_defs.c. */
 enum { RMS_X, RMS_W, RMS_Y, RMS_DY, RMS_DX, RMS_DW };
@@ -33,9 +24,10 @@ enum { FA_X, FA_RES, FA_W, FA_Y, FA_S, FA_DY, FA_DS, FA_DX, FA_DW };
 enum { LN_X, LN_W, LN_B, LN_Y, LN_DY, LN_DX, LN_DW, LN_DB };
 enum { EW_X, EW_Y, EW_DY, EW_DX };
 enum { LS_X, LS_T, LS_L, LS_DX };
+enum { RO_Q, RO_K, RO_TAB, RO_QO, RO_KO, RO_DQ, RO_DK, RO_DQI, RO_DKI };
 
 enum fkind { K_RMS, K_FADD, K_LN, K_SOFTMAX, K_RELU2, K_SWIGLU, K_CE, K_KL,
-	K_JSD, K_TVD, K_NONE };
+	K_JSD, K_TVD, K_GN, K_SPARSEMAX, K_ROPE, K_ROPE4, K_NONE };
 
 static enum fkind
 kind_of(const char *name)
@@ -46,49 +38,14 @@ kind_of(const char *name)
 		{ "softmax", K_SOFTMAX }, { "relu_squared", K_RELU2 },
 		{ "megatron_swiglu", K_SWIGLU }, { "cross_entropy", K_CE },
 		{ "megatron_cross_entropy", K_CE }, { "kl_div", K_KL },
-		{ "jsd", K_JSD }, { "tvd", K_TVD },
+		{ "jsd", K_JSD }, { "tvd", K_TVD }, { "group_norm", K_GN },
+		{ "sparsemax", K_SPARSEMAX }, { "rope", K_ROPE },
+		{ "llama4_rope", K_ROPE4 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		if (strcmp(t[i].n, name) == 0)
 			return t[i].k;
 	return K_NONE;
-}
-
-/* ---- element access ---- */
-
-__device__ __forceinline__ float ld(const float *p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float ld(const __nv_bfloat16 *p, int64_t i)
-{ return __bfloat162float(p[i]); }
-__device__ __forceinline__ float ld(const __half *p, int64_t i)
-{ return __half2float(p[i]); }
-__device__ __forceinline__ void st(float *p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__nv_bfloat16 *p, int64_t i, float v)
-{ p[i] = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void st(__half *p, int64_t i, float v)
-{ p[i] = __float2half_rn(v); }
-
-/* Sum (or max) over the block; every thread gets the result. */
-template <bool MAX>
-__device__ float
-block_reduce(float v, float *sh)
-{
-	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-	int nw = (blockDim.x + 31) >> 5;
-
-	for (int o = 16; o > 0; o >>= 1) {
-		float u = __shfl_xor_sync(0xffffffffu, v, o);
-		v = MAX ? fmaxf(v, u) : v + u;
-	}
-	__syncthreads();
-	if (lane == 0)
-		sh[w] = v;
-	__syncthreads();
-	v = lane < nw ? sh[lane] : (MAX ? -INFINITY : 0.f);
-	for (int o = 16; o > 0; o >>= 1) {
-		float u = __shfl_xor_sync(0xffffffffu, v, o);
-		v = MAX ? fmaxf(v, u) : v + u;
-	}
-	return v;
 }
 
 /* ---- inputs ---- */
@@ -487,6 +444,128 @@ k_loss(const T *x, const void *tgt, float *loss, T *dx, int64_t rows,
 	}
 }
 
+/* ---- fallbacks for rows that are not whole 16-byte vectors:
+ * group_norm and sparsemax, a block a row, reading global memory ---- */
+
+template <typename T, int KIND>
+__global__ void __launch_bounds__(1024)
+k_rowgen(row_args a)
+{
+	__shared__ float red[64];
+	const T *x = (const T *)a.x, *w = (const T *)a.w, *b = (const T *)a.b;
+	const int64_t n = a.n;
+	const float inv_n = 1.f / (float)n;
+
+	for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+		const int64_t o = r * n;
+
+		if (KIND == V_GN) {
+			const T *dy = (const T *)a.dy;
+			int64_t ch0 = (r % a.groups) * a.cpg;
+			float s1 = 0.f, s2 = 0.f, mean, rstd, c1, c2;
+			float2 t;
+
+			for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+				s1 += ld(x, o + j);
+			mean = block_reduce<false>(s1, red) * inv_n;
+			for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+				float d = ld(x, o + j) - mean;
+				s2 += d * d;
+			}
+			rstd = rsqrtf(block_reduce<false>(s2, red) * inv_n + a.eps);
+			if (a.fwd)
+				for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+					int64_t ch = ch0 + j / a.h;
+
+					st((T *)a.y, o + j, (ld(x, o + j) - mean) * rstd *
+					    ld(w, ch) + ld(b, ch));
+				}
+			if (!a.bwd)
+				continue;
+			s1 = s2 = 0.f;
+			for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+				float gw = ld(dy, o + j) * ld(w, ch0 + j / a.h);
+
+				s1 += gw;
+				s2 += gw * (ld(x, o + j) - mean) * rstd;
+			}
+			t = block_sum2(s1, s2, red);
+			c1 = t.x * inv_n;
+			c2 = t.y * inv_n;
+			for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+				float xh = (ld(x, o + j) - mean) * rstd;
+
+				st((T *)a.dx, o + j, rstd * (ld(dy, o + j) *
+				    ld(w, ch0 + j / a.h) - c1 - xh * c2));
+			}
+			for (int64_t cl = 0; cl < a.cpg; cl++) {
+				float pdw = 0.f, pdb = 0.f;
+
+				for (int64_t j = cl * a.h + threadIdx.x;
+				    j < (cl + 1) * a.h; j += blockDim.x) {
+					float d = ld(dy, o + j);
+
+					pdw += d * (ld(x, o + j) - mean) * rstd;
+					pdb += d;
+				}
+				t = block_sum2(pdw, pdb, red);
+				if (threadIdx.x == 0) {
+					a.part_w[r * a.cpg + cl] = t.x;
+					a.part_b[r * a.cpg + cl] = t.y;
+				}
+			}
+		} else {
+			const T *y = (const T *)a.y, *dy = (const T *)a.dy;
+
+			if (a.fwd) {
+				float m = -INFINITY, tau, cnt_prev = 3.0e38f;
+
+				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+					m = fmaxf(m, ld(x, o + j));
+				tau = block_reduce<true>(m, red) - 1.f;
+				for (;;) {
+					float sum = 0.f, cnt = 0.f;
+					float2 t;
+
+					for (int64_t j = threadIdx.x; j < n;
+					    j += blockDim.x) {
+						float v = ld(x, o + j);
+
+						if (v > tau) {
+							sum += v;
+							cnt += 1.f;
+						}
+					}
+					t = block_sum2(sum, cnt, red);
+					if (t.y >= cnt_prev)
+						break;
+					cnt_prev = t.y;
+					tau = (t.x - 1.f) / t.y;
+				}
+				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+					st((T *)a.y, o + j, fmaxf(ld(x, o + j) - tau,
+					    0.f));
+				__syncthreads();   /* y is re-read below */
+			}
+			if (a.bwd) {
+				float sum = 0.f, cnt = 0.f, mean;
+				float2 t;
+
+				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+					if (ld(y, o + j) > 0.f) {
+						sum += ld(dy, o + j);
+						cnt += 1.f;
+					}
+				t = block_sum2(sum, cnt, red);
+				mean = t.y > 0.f ? t.x / t.y : 0.f;
+				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+					st((T *)a.dx, o + j, ld(y, o + j) > 0.f ?
+					    ld(dy, o + j) - mean : 0.f);
+			}
+		}
+	}
+}
+
 /* ---- launching ---- */
 
 struct fdev {
@@ -497,6 +576,17 @@ struct fdev {
 	void *d[FAM_MAX_SLOTS];
 	float *part_w, *part_b;
 	int sms, nb;
+	/* The 16-byte-vector path (vfn non-NULL): the kernel, its block,
+	 * vectors a thread and a row, shared memory a block. */
+	const void *vfn;
+	int threads, kv, nv;
+	size_t smem;
+	/* cross_entropy's cluster kernel (cefn non-NULL): blocks a cluster,
+	 * the grid, shared memory a block. */
+	const void *cefn;
+	int ce_cs;
+	unsigned ce_grid;
+	size_t ce_smem;
 };
 
 /* Threads and elements a thread for a row of n held in registers. */
@@ -525,6 +615,168 @@ row_threads(int64_t n, int *npt)
 	}                                                               \
 } while (0)
 
+#define KV_SWITCH(kv, ...) do {                                         \
+	switch (kv) {                                                   \
+	case 1: { const int KV = 1; __VA_ARGS__; } break;                      \
+	case 2: { const int KV = 2; __VA_ARGS__; } break;                      \
+	case 4: { const int KV = 4; __VA_ARGS__; } break;                      \
+	default: { const int KV = 8; __VA_ARGS__; } break;                     \
+	}                                                               \
+} while (0)
+
+/* The vector kernel of a row family for kv vectors a thread. */
+template <typename T>
+static const void *
+vec_kernel(enum fkind k, int kv)
+{
+	const void *fn = NULL;
+
+	switch (k) {
+	case K_RMS:
+		KV_SWITCH(kv, fn = (const void *)k_norm_v<T, KV, V_RMS>);
+		break;
+	case K_FADD:
+		KV_SWITCH(kv, fn = (const void *)k_norm_v<T, KV, V_FADD>);
+		break;
+	case K_LN:
+		KV_SWITCH(kv, fn = (const void *)k_norm_v<T, KV, V_LN>);
+		break;
+	case K_GN:
+		KV_SWITCH(kv, fn = (const void *)k_norm_v<T, KV, V_GN>);
+		break;
+	case K_SOFTMAX:
+		KV_SWITCH(kv, fn = (const void *)k_softmax_v<T, KV, V_SOFTMAX>);
+		break;
+	case K_SPARSEMAX:
+		KV_SWITCH(kv, fn = (const void *)k_softmax_v<T, KV, V_SPARSEMAX>);
+		break;
+	default:
+		break;
+	}
+	return fn;
+}
+
+static const void *
+vec_kernel_dt(enum api_dtype dt, enum fkind k, int kv)
+{
+	if (dt == API_DT_F32)
+		return vec_kernel<float>(k, kv);
+	if (dt == API_DT_BF16)
+		return vec_kernel<__nv_bfloat16>(k, kv);
+	return vec_kernel<__half>(k, kv);
+}
+
+static int
+is_norm(enum fkind k)
+{
+	return k == K_RMS || k == K_FADD || k == K_LN || k == K_GN;
+}
+
+/* Chooses the row kernel and its grid for the job's pass: the vector
+ * path where the row (and group_norm's channel) is whole 16-byte
+ * vectors and fits 8 a thread of 512 threads; the grid as many blocks as
+ * fit on the device (KIREF_BPSM caps blocks a multiprocessor; a norm's
+ * backward keeps 2 a multiprocessor by default, each adding a row of
+ * weight-gradient partial sums). */
+static cudaError_t
+plan_rows(struct fdev *g, int bwd, const cudaDeviceProp *prop)
+{
+	const struct fam_shape *s = &g->s;
+	size_t es = api_dtype_size(g->dt);
+	int64_t nv, t;
+	int occ = 0, cap;
+	cudaError_t e;
+	const char *env = getenv("KIREF_BPSM");
+
+	g->vfn = NULL;
+	if (!is_norm(g->kind) && g->kind != K_SOFTMAX && g->kind != K_SPARSEMAX)
+		return cudaSuccess;
+	if ((s->n * (int64_t)es) % 16 != 0 || getenv("KIREF_SCALAR") != NULL ||
+	    (g->kind == K_GN && (s->a * (int64_t)es) % 16 != 0))
+		return cudaSuccess;
+	nv = s->n * (int64_t)es / 16;
+	t = ((nv + 3) / 4 + 31) / 32 * 32;
+	t = t < 32 ? 32 : t > 512 ? 512 : t;
+	g->kv = (int)((nv + t - 1) / t);
+	g->kv = g->kv <= 1 ? 1 : g->kv <= 2 ? 2 : g->kv <= 4 ? 4 : g->kv <= 8 ?
+	    8 : 0;
+	if (g->kv == 0)
+		return cudaSuccess;
+	g->threads = (int)t;
+	g->nv = (int)nv;
+	g->smem = is_norm(g->kind) ? (size_t)nv * 16 * (bwd ? 2 : 1) : 0;
+	if (g->smem > prop->sharedMemPerBlockOptin)
+		return cudaSuccess;
+	g->vfn = vec_kernel_dt(g->dt, g->kind, g->kv);
+	if (g->vfn == NULL)
+		return cudaSuccess;
+	if (g->smem > 0 && (e = cudaFuncSetAttribute(g->vfn,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->smem)) !=
+	    cudaSuccess)
+		return e;
+	if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, g->vfn,
+	    g->threads, g->smem)) != cudaSuccess)
+		return e;
+	cap = env != NULL ? atoi(env) : bwd && g->kind != K_GN &&
+	    is_norm(g->kind) ? 2 : occ;
+	occ = occ < 1 ? 1 : occ > cap && cap > 0 ? cap : occ;
+	g->nb = (int)(s->rows < (int64_t)g->sms * occ ? s->rows :
+	    (int64_t)g->sms * occ);
+	return cudaSuccess;
+}
+
+template <typename T>
+static const void *
+ce_kernel(int cs)
+{
+	switch (cs) {
+	case 1: return (const void *)k_ce_cluster<T, 1>;
+	case 2: return (const void *)k_ce_cluster<T, 2>;
+	case 4: return (const void *)k_ce_cluster<T, 4>;
+	default: return (const void *)k_ce_cluster<T, 8>;
+	}
+}
+
+/* cross_entropy on sm_90 and later, rows of whole 16-byte vectors: the
+ * fewest blocks a cluster (1, 2, 4, 8) whose slices of the row fit 100 KiB
+ * of shared memory each. KIREF_CE=0 keeps the two-read kernel. */
+static cudaError_t
+plan_ce(struct fdev *g, const cudaDeviceProp *prop)
+{
+	size_t es = api_dtype_size(g->dt);
+	int64_t bytes = g->s.n * (int64_t)es;
+	int cs, occ = 0;
+	cudaError_t e;
+
+	g->cefn = NULL;
+	if (g->kind != K_CE || prop->major < 9 || bytes % 16 != 0 ||
+	    (getenv("KIREF_CE") != NULL && atoi(getenv("KIREF_CE")) == 0))
+		return cudaSuccess;
+	for (cs = 1; cs <= 8; cs *= 2)
+		if ((bytes / 16) % cs == 0 && bytes / cs <= 100 * 1024)
+			break;
+	if (cs > 8)
+		return cudaSuccess;
+	g->ce_cs = cs;
+	g->ce_smem = (size_t)(bytes / cs);
+	g->cefn = g->dt == API_DT_F32 ? ce_kernel<float>(cs) :
+	    g->dt == API_DT_BF16 ? ce_kernel<__nv_bfloat16>(cs) :
+	    ce_kernel<__half>(cs);
+	if ((e = cudaFuncSetAttribute(g->cefn,
+	    cudaFuncAttributeMaxDynamicSharedMemorySize, (int)g->ce_smem)) !=
+	    cudaSuccess ||
+	    (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, g->cefn,
+	    1024, g->ce_smem)) != cudaSuccess)
+		return e;
+	occ = occ < 1 ? 1 : occ;
+	g->ce_grid = (unsigned)((int64_t)g->sms * occ / cs * cs);
+	if ((int64_t)g->ce_grid > g->s.rows * cs)
+		g->ce_grid = (unsigned)(g->s.rows * cs);
+	if (g->ce_grid < (unsigned)cs)
+		g->ce_grid = (unsigned)cs;
+	return cudaSuccess;
+}
+
 template <typename T>
 static cudaError_t
 launch_t(struct fdev *g, int fwd, int bwd)
@@ -533,38 +785,87 @@ launch_t(struct fdev *g, int fwd, int bwd)
 	int npt, th = row_threads(s->n, &npt);
 	unsigned grid = (unsigned)(s->rows < (int64_t)g->nb ? s->rows : g->nb);
 	void *const *d = g->d;
+	size_t es = sizeof(T);
+	int vecok = (s->n * (int64_t)es) % 16 == 0 &&
+	    getenv("KIREF_SCALAR") == NULL;
 
 	switch (g->kind) {
 	case K_RMS:
 	case K_FADD:
-	case K_LN: {
-		norm_args a;
+	case K_LN:
+	case K_GN:
+	case K_SOFTMAX:
+	case K_SPARSEMAX: {
+		row_args a;
+		void *args[1] = { &a };
 
 		memset(&a, 0, sizeof(a));
 		a.rows = s->rows;
 		a.n = s->n;
+		a.nv = g->nv;
 		a.eps = (float)s->eps;
 		a.fwd = fwd;
 		a.bwd = bwd;
 		a.part_w = g->part_w;
 		a.part_b = g->part_b;
+		a.h = s->a;
+		a.groups = s->b;
+		a.cpg = s->c;
 		if (g->kind == K_FADD) {
 			a.x = d[FA_X]; a.res = d[FA_RES]; a.w = d[FA_W];
 			a.y = d[FA_Y]; a.s = d[FA_S]; a.dy = d[FA_DY];
 			a.ds = d[FA_DS]; a.dx = d[FA_DX];
-			NPT_SWITCH(npt, (k_norm<T, P, K_FADD><<<grid, th>>>(a)));
-		} else if (g->kind == K_LN) {
+		} else if (g->kind == K_LN || g->kind == K_GN) {
 			a.x = d[LN_X]; a.w = d[LN_W]; a.b = d[LN_B]; a.y = d[LN_Y];
 			a.dy = d[LN_DY]; a.dx = d[LN_DX];
-			NPT_SWITCH(npt, (k_norm<T, P, K_LN><<<grid, th>>>(a)));
-		} else {
+		} else if (g->kind == K_RMS) {
 			a.x = d[RMS_X]; a.w = d[RMS_W]; a.y = d[RMS_Y];
 			a.dy = d[RMS_DY]; a.dx = d[RMS_DX];
-			NPT_SWITCH(npt, (k_norm<T, P, K_RMS><<<grid, th>>>(a)));
+		} else {
+			a.x = d[EW_X]; a.y = d[EW_Y]; a.dy = d[EW_DY];
+			a.dx = d[EW_DX];
 		}
-		if (bwd) {
-			int wslot = g->kind == K_FADD ? FA_DW : g->kind == K_LN ?
-			    LN_DW : RMS_DW;
+		if (g->vfn != NULL) {
+			cudaError_t e = cudaLaunchKernel(g->vfn, dim3(grid),
+			    dim3((unsigned)g->threads), args, g->smem, 0);
+
+			if (e != cudaSuccess)
+				return e;
+		} else if (g->kind == K_GN) {
+			k_rowgen<T, V_GN><<<grid, 1024>>>(a);
+		} else if (g->kind == K_SPARSEMAX) {
+			k_rowgen<T, V_SPARSEMAX><<<grid, 1024>>>(a);
+		} else if (g->kind == K_SOFTMAX) {
+			NPT_SWITCH(npt, (k_softmax<T, P><<<grid, th>>>(
+			    (const T *)d[EW_X], (T *)d[EW_Y], (const T *)d[EW_DY],
+			    (T *)d[EW_DX], s->rows, s->n, fwd, bwd)));
+		} else {
+			norm_args b;
+
+			memset(&b, 0, sizeof(b));
+			b.x = a.x; b.res = a.res; b.w = a.w; b.b = a.b; b.dy = a.dy;
+			b.ds = a.ds; b.y = a.y; b.s = a.s; b.dx = a.dx;
+			b.part_w = a.part_w; b.part_b = a.part_b;
+			b.rows = a.rows; b.n = a.n; b.eps = a.eps; b.fwd = fwd;
+			b.bwd = bwd;
+			if (g->kind == K_FADD)
+				NPT_SWITCH(npt, (k_norm<T, P, K_FADD><<<grid, th>>>(b)));
+			else if (g->kind == K_LN)
+				NPT_SWITCH(npt, (k_norm<T, P, K_LN><<<grid, th>>>(b)));
+			else
+				NPT_SWITCH(npt, (k_norm<T, P, K_RMS><<<grid, th>>>(b)));
+		}
+		if (bwd && g->kind == K_GN) {
+			int64_t ch = s->b * s->c, m = s->rows / s->b;
+			unsigned cg = (unsigned)((ch + 255) / 256);
+
+			k_gn_colsum<T><<<cg, 256>>>(g->part_w, m, ch,
+			    (T *)d[LN_DW]);
+			k_gn_colsum<T><<<cg, 256>>>(g->part_b, m, ch,
+			    (T *)d[LN_DB]);
+		} else if (bwd && is_norm(g->kind)) {
+			int wslot = g->kind == K_FADD ? (int)FA_DW :
+			    g->kind == K_LN ? (int)LN_DW : (int)RMS_DW;
 			unsigned cg = (unsigned)((s->n + 255) / 256);
 
 			k_colsum<T><<<cg, 256>>>(g->part_w, (int)grid, s->n,
@@ -575,35 +876,121 @@ launch_t(struct fdev *g, int fwd, int bwd)
 		}
 		break;
 	}
-	case K_SOFTMAX:
-		NPT_SWITCH(npt, (k_softmax<T, P><<<grid, th>>>((const T *)d[EW_X],
-		    (T *)d[EW_Y], (const T *)d[EW_DY], (T *)d[EW_DX], s->rows,
-		    s->n, fwd, bwd)));
-		break;
 	case K_RELU2:
-		k_elementwise<T, K_RELU2><<<(unsigned)g->sms * 16, 512>>>(
-		    (const T *)d[EW_X], (T *)d[EW_Y], (const T *)d[EW_DY],
-		    (T *)d[EW_DX], s->rows, s->n, fwd, bwd);
+	case K_SWIGLU: {
+		unsigned eg = (unsigned)g->sms * 16;
+
+		if (vecok && g->kind == K_RELU2)
+			k_elementwise_v<T, 0><<<eg, 512>>>((const uint4 *)d[EW_X],
+			    (uint4 *)d[EW_Y], (const uint4 *)d[EW_DY],
+			    (uint4 *)d[EW_DX], s->rows * s->n * (int64_t)es / 16,
+			    0, fwd, bwd);
+		else if (vecok)
+			k_elementwise_v<T, 1><<<eg, 512>>>((const uint4 *)d[EW_X],
+			    (uint4 *)d[EW_Y], (const uint4 *)d[EW_DY],
+			    (uint4 *)d[EW_DX], s->rows * s->n * (int64_t)es / 16,
+			    s->n * (int64_t)es / 16, fwd, bwd);
+		else if (g->kind == K_RELU2)
+			k_elementwise<T, K_RELU2><<<eg, 512>>>(
+			    (const T *)d[EW_X], (T *)d[EW_Y], (const T *)d[EW_DY],
+			    (T *)d[EW_DX], s->rows, s->n, fwd, bwd);
+		else
+			k_elementwise<T, K_SWIGLU><<<eg, 512>>>(
+			    (const T *)d[EW_X], (T *)d[EW_Y], (const T *)d[EW_DY],
+			    (T *)d[EW_DX], s->rows, s->n, fwd, bwd);
 		break;
-	case K_SWIGLU:
-		k_elementwise<T, K_SWIGLU><<<(unsigned)g->sms * 16, 512>>>(
-		    (const T *)d[EW_X], (T *)d[EW_Y], (const T *)d[EW_DY],
-		    (T *)d[EW_DX], s->rows, s->n, fwd, bwd);
+	}
+	case K_ROPE:
+	case K_ROPE4: {
+		rope_args a;
+		int l4 = g->kind == K_ROPE4;
+		int64_t d2 = l4 ? s->n : s->n / 2;
+		unsigned rg = (unsigned)g->sms * 16;
+
+		a.q = d[fwd ? RO_Q : RO_DQ];
+		a.k = d[fwd ? RO_K : RO_DK];
+		a.qo = d[fwd ? RO_QO : RO_DQI];
+		a.ko = d[fwd ? RO_KO : RO_DKI];
+		a.tab = d[RO_TAB];
+		a.rows = s->rows;
+		a.t = s->c;
+		a.hq = s->a;
+		a.hk = s->b;
+		a.d = s->n;
+		a.inv = 0;
+		/* Forward rotates q and k; backward rotates dq and dk back;
+		 * full does both. */
+		for (int part = 0; part < 2; part++) {
+			if ((part == 0 && !fwd) || (part == 1 && !bwd))
+				continue;
+			a.inv = part;
+			a.q = d[part == 0 ? RO_Q : RO_DQ];
+			a.k = d[part == 0 ? RO_K : RO_DK];
+			a.qo = d[part == 0 ? RO_QO : RO_DQI];
+			a.ko = d[part == 0 ? RO_KO : RO_DKI];
+			if ((d2 * (int64_t)es) % 16 == 0 &&
+			    getenv("KIREF_SCALAR") == NULL) {
+				if (l4)
+					k_rope_v<T, true><<<rg, 256>>>(a);
+				else
+					k_rope_v<T, false><<<rg, 256>>>(a);
+			} else if (l4) {
+				k_rope_s<T, true><<<rg, 256>>>(a);
+			} else {
+				k_rope_s<T, false><<<rg, 256>>>(a);
+			}
+		}
 		break;
+	}
 	default: {
 		unsigned lg = (unsigned)(s->rows < (int64_t)g->sms * 8 ? s->rows :
 		    (int64_t)g->sms * 8);
 		float sc = (float)s->scale;
-#define LOSS(K) k_loss<T, K><<<lg, 1024>>>((const T *)d[LS_X], d[LS_T], \
-	(float *)d[LS_L], (T *)d[LS_DX], s->rows, s->n, sc, fwd, bwd)
-		if (g->kind == K_CE)
-			LOSS(K_CE);
+		int lnv = (int)(s->n * (int64_t)es / 16);
+#define LOSS(K, LK) do {                                                \
+	if (vecok)                                                      \
+		k_loss_v<T, LK><<<lg, 1024>>>((const uint4 *)d[LS_X], d[LS_T], \
+		    (float *)d[LS_L], (uint4 *)d[LS_DX], s->rows, s->n, lnv, sc, \
+		    fwd, bwd);                                          \
+	else                                                            \
+		k_loss<T, K><<<lg, 1024>>>((const T *)d[LS_X], d[LS_T],  \
+		    (float *)d[LS_L], (T *)d[LS_DX], s->rows, s->n, sc, fwd, \
+		    bwd);                                               \
+} while (0)
+		if (g->kind == K_CE && g->cefn != NULL) {
+			const void *xp = d[LS_X], *tp = d[LS_T];
+			void *lp = d[LS_L], *dp = d[LS_DX];
+			int64_t rows = s->rows;
+			int cnv = lnv;
+			void *args[] = { &xp, &tp, &lp, &dp, &rows, &cnv, &sc, &fwd,
+			    &bwd };
+			cudaLaunchConfig_t cfg;
+			cudaLaunchAttribute at[1];
+
+			memset(&cfg, 0, sizeof(cfg));
+			memset(at, 0, sizeof(at));
+			at[0].id = cudaLaunchAttributeClusterDimension;
+			at[0].val.clusterDim.x = (unsigned)g->ce_cs;
+			at[0].val.clusterDim.y = 1;
+			at[0].val.clusterDim.z = 1;
+			cfg.gridDim = dim3(g->ce_grid);
+			cfg.blockDim = dim3(1024);
+			cfg.dynamicSmemBytes = g->ce_smem;
+			cfg.attrs = at;
+			cfg.numAttrs = 1;
+			cudaError_t e = cudaLaunchKernelExC(&cfg, g->cefn, args);
+
+			if (e != cudaSuccess)
+				return e;
+		} else if (g->kind == K_CE) {
+			LOSS(K_CE, L_CE);
+		}
 		else if (g->kind == K_KL)
-			LOSS(K_KL);
+			LOSS(K_KL, L_KL);
 		else if (g->kind == K_JSD)
-			LOSS(K_JSD);
+			LOSS(K_JSD, L_JSD);
 		else
-			LOSS(K_TVD);
+			LOSS(K_TVD, L_TVD);
 #undef LOSS
 	}
 	}
@@ -663,6 +1050,19 @@ fill(struct fdev *g, const void *table, size_t table_bytes, uint64_t seed)
 			NORM(__half);
 #undef NORM
 	}
+	if (g->kind == K_ROPE || g->kind == K_ROPE4) {
+		int l4 = g->kind == K_ROPE4;
+
+		if (g->dt == API_DT_F32 || l4)
+			k_rope_table<float><<<grid, 256>>>(g->d[RO_TAB], s->c, s->n,
+			    l4);
+		else if (g->dt == API_DT_BF16)
+			k_rope_table<__nv_bfloat16><<<grid, 256>>>(g->d[RO_TAB],
+			    s->c, s->n, 0);
+		else
+			k_rope_table<__half><<<grid, 256>>>(g->d[RO_TAB], s->c,
+			    s->n, 0);
+	}
 	(void)table;
 	(void)table_bytes;
 	return cudaGetLastError();
@@ -674,13 +1074,18 @@ fam_cuda_has(const struct family *f)
 	return f != NULL && kind_of(f->name) != K_NONE;
 }
 
-static double
-wall_ms(void)
-{
-	struct timespec ts;
+/* One pass of a job, for ref_cuda_bench. */
+struct fam_job {
+	struct fdev *g;
+	int fwd, bwd;
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+static cudaError_t
+fam_pass_job(void *arg)
+{
+	struct fam_job *j = (struct fam_job *)arg;
+
+	return launch(j->g, j->fwd, j->bwd);
 }
 
 /* Copies the tensors to host memory for fam_check: every row, or, for a
@@ -700,8 +1105,12 @@ to_host(struct fdev *g, void **host, struct fam_shape *hs, uint64_t *rng,
 		bytes += (double)fam_slot_elems(s, i) *
 		    (double)fam_slot_esize(s, i, g->dt);
 	*hs = *s;
+	/* Not for the norms (their weight gradients need every row), nor
+	 * for group_norm and the rotary families (a row's arithmetic
+	 * depends on its index). */
 	compact = bytes > (1u << 30) && g->kind != K_RMS && g->kind != K_FADD &&
-	    g->kind != K_LN && s->rows > REF_SAMPLE_ROWS;
+	    g->kind != K_LN && g->kind != K_GN && g->kind != K_ROPE &&
+	    g->kind != K_ROPE4 && s->rows > REF_SAMPLE_ROWS;
 	if (compact) {
 		hs->rows = REF_SAMPLE_ROWS;
 		pick = (int64_t *)malloc(REF_SAMPLE_ROWS * sizeof(*pick));
@@ -748,17 +1157,16 @@ fam_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 {
 	struct fdev g;
 	cudaDeviceProp prop;
-	cudaEvent_t e0 = NULL, e1 = NULL, *ev = NULL;
-	void *flush = NULL, *host[FAM_MAX_SLOTS] = { NULL };
+	void *host[FAM_MAX_SLOTS] = { NULL };
 	unsigned long long *nans = NULL, h_nans = 0;
-	double *times = NULL, est, budget_ms, t_start = wall_ms(), need = 0;
+	double t_start = ref_wall_ms(), need = 0, part;
 	size_t free_b = 0, total_b = 0;
 	uint64_t seed = job->seed != 0 ? job->seed :
 	    (uint64_t)(t_start * 1e6) ^ 0xfeedull;
 	int fwd = job->pass != REF_BACKWARD, bwd = job->pass != REF_FORWARD;
-	int n_warm = 0, n_rep = 0, i, rc = KI_OK, drv = 0, npt;
+	int i, rc = KI_OK, drv = 0, npt;
 	struct fam_shape hs;
-	float ms = 0;
+	struct fam_job fj = { &g, fwd, bwd };
 
 	memset(&g, 0, sizeof(g));
 	memset(r, 0, sizeof(*r));
@@ -779,20 +1187,29 @@ fam_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 		snprintf(r->driver, sizeof(r->driver), "cuda %d.%d", drv / 1000,
 		    drv % 1000 / 10);
 	g.sms = prop.multiProcessorCount;
-	if ((g.kind == K_RMS || g.kind == K_FADD || g.kind == K_LN ||
-	    g.kind == K_SOFTMAX) && (row_threads(g.s.n, &npt), npt == 0)) {
-		snprintf(err, errlen, "rows of more than 32768 elements are not "
-		    "implemented on the CUDA backend");
+	/* Row blocks for the register-held fallback: enough resident to
+	 * fill the device, no more (each adds a row of parameter-gradient
+	 * partial sums); the vector path sizes its own (plan_rows). */
+	g.nb = g.sms * (g.s.n <= 1024 ? 8 : g.s.n <= 4096 ? 4 : 2);
+	CK(plan_rows(&g, bwd, &prop));
+	CK(plan_ce(&g, &prop));
+	if (g.vfn == NULL && (g.kind == K_RMS || g.kind == K_FADD ||
+	    g.kind == K_LN || g.kind == K_SOFTMAX) &&
+	    (row_threads(g.s.n, &npt), npt == 0)) {
+		snprintf(err, errlen, "rows of more than 32768 elements that are "
+		    "not whole 16-byte vectors are not implemented on the CUDA "
+		    "backend");
 		rc = KI_ELIMIT;
 		goto out;
 	}
-	/* Row blocks: enough resident to fill the device, no more (each
-	 * adds a row of parameter-gradient partial sums). */
-	g.nb = g.sms * (g.s.n <= 1024 ? 8 : g.s.n <= 4096 ? 4 : 2);
 	for (i = 0; i < g.s.nslots; i++)
 		need += (double)fam_slot_elems(&g.s, i) *
 		    (double)fam_slot_esize(&g.s, i, g.dt);
-	need += 2.0 * g.nb * (double)g.s.n * 4 + (double)job->flush_bytes;
+	/* Partial sums: a row a block (norms), cpg a row (group_norm). */
+	part = (double)g.nb * (double)g.s.n;
+	if (g.kind == K_GN && (double)g.s.rows * (double)g.s.c > part)
+		part = (double)g.s.rows * (double)g.s.c;
+	need += 2.0 * part * 4 + (double)job->flush_bytes;
 	CK(cudaMemGetInfo(&free_b, &total_b));
 	if (need > 0.9 * (double)free_b) {
 		snprintf(err, errlen, "workload needs %.0f bytes of device "
@@ -803,63 +1220,17 @@ fam_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	for (i = 0; i < g.s.nslots; i++)
 		CK(cudaMalloc(&g.d[i], (size_t)fam_slot_elems(&g.s, i) *
 		    fam_slot_esize(&g.s, i, g.dt) + 16));
-	CK(cudaMalloc((void **)&g.part_w, (size_t)g.nb * (size_t)g.s.n * 4));
-	CK(cudaMalloc((void **)&g.part_b, (size_t)g.nb * (size_t)g.s.n * 4));
-	CK(cudaMalloc(&flush, job->flush_bytes > 0 ? job->flush_bytes : 1));
+	CK(cudaMalloc((void **)&g.part_w, (size_t)part * 4 + 16));
+	CK(cudaMalloc((void **)&g.part_b, (size_t)part * 4 + 16));
 	CK(cudaMalloc((void **)&nans, sizeof(*nans)));
 	CK(fill(&g, NULL, 0, seed));
 	if (!fwd)
 		CK(launch(&g, 1, 0));
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
 
-	/* do_bench, as ref_cuda_run times it. */
-	CK(launch(&g, fwd, bwd));
-	CK(cudaDeviceSynchronize());
-	CK(cudaEventRecord(e0));
-	for (i = 0; i < 5; i++) {
-		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
-		CK(launch(&g, fwd, bwd));
-	}
-	CK(cudaEventRecord(e1));
-	CK(cudaEventSynchronize(e1));
-	CK(cudaEventElapsedTime(&ms, e0, e1));
-	est = ms / 5 > 1e-4 ? ms / 5 : 1e-4;
-	n_warm = (int)fmax(1, job->warmup_ms / est);
-	n_rep = (int)fmax(1, job->rep_ms / est);
-	budget_ms = job->max_seconds * 1e3 * 0.5 - (wall_ms() - t_start);
-	if ((n_warm + n_rep) * est > budget_ms) {
-		n_warm = (int)fmax(1, budget_ms * 0.2 / est);
-		n_rep = (int)fmax(1, budget_ms * 0.8 / est);
-	}
-	if (n_rep > 100000)
-		n_rep = 100000;
-	ev = (cudaEvent_t *)calloc((size_t)n_rep * 2, sizeof(*ev));
-	times = (double *)malloc((size_t)n_rep * sizeof(*times));
-	if (ev == NULL || times == NULL) {
-		snprintf(err, errlen, "out of memory");
-		rc = KI_ENOMEM;
+	/* do_bench (ref_cuda_bench, as the embedding is timed). */
+	rc = ref_cuda_bench(job, fam_pass_job, &fj, t_start, r, err, errlen);
+	if (rc != KI_OK)
 		goto out;
-	}
-	for (i = 0; i < 2 * n_rep; i++)
-		CK(cudaEventCreate(&ev[i]));
-	for (i = 0; i < n_warm; i++)
-		CK(launch(&g, fwd, bwd));
-	for (i = 0; i < n_rep; i++) {
-		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
-		CK(cudaEventRecord(ev[2 * i]));
-		CK(launch(&g, fwd, bwd));
-		CK(cudaEventRecord(ev[2 * i + 1]));
-	}
-	CK(cudaDeviceSynchronize());
-	for (i = 0; i < n_rep; i++) {
-		CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-		times[i] = (double)ms * 1e6;
-	}
-	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
-	r->repetitions = n_rep;
-	cudaFree(flush);
-	flush = NULL;
 	r->copy_bw = ref_cuda_copy_rate();
 
 	/* Correctness: fresh inputs, outputs poisoned, one pass, NaNs
@@ -894,23 +1265,12 @@ fam_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	if (rc != KI_OK)
 		snprintf(err, errlen, "out of host memory for the check");
 out:
-	if (ev != NULL)
-		for (i = 0; i < 2 * n_rep; i++)
-			if (ev[i] != NULL)
-				cudaEventDestroy(ev[i]);
-	free(ev);
-	free(times);
-	if (e0 != NULL)
-		cudaEventDestroy(e0);
-	if (e1 != NULL)
-		cudaEventDestroy(e1);
 	for (i = 0; i < FAM_MAX_SLOTS; i++) {
 		cudaFree(g.d[i]);
 		free(host[i]);
 	}
 	cudaFree(g.part_w);
 	cudaFree(g.part_b);
-	cudaFree(flush);
 	cudaFree(nans);
 	return rc;
 }

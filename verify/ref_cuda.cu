@@ -14,94 +14,9 @@
 #include <time.h>
 
 #include "verify/ref.h"
+#include "verify/fam_cuda.cuh"
 
-/* Records the first failing CUDA call in err and jumps to out. */
-#define CK(call)                                                        \
-	do {                                                            \
-		cudaError_t e_ = (call);                                \
-		if (e_ != cudaSuccess) {                                \
-			snprintf(err, errlen, "%s: %s (line %d)", #call, \
-			    cudaGetErrorString(e_), __LINE__);          \
-			rc = KI_EIO;                                    \
-			goto out;                                       \
-		}                                                       \
-	} while (0)
 #define CK_LAUNCH() CK(cudaGetLastError())
-
-/* ---- element access: 16-byte vectors of 4 floats or 8 halves ---- */
-
-template <typename T> struct vec;
-template <> struct vec<float> {
-	enum { N = 4 };
-	static __device__ __forceinline__ void load(const uint4 &u, float *f)
-	{
-		f[0] = __uint_as_float(u.x);
-		f[1] = __uint_as_float(u.y);
-		f[2] = __uint_as_float(u.z);
-		f[3] = __uint_as_float(u.w);
-	}
-	static __device__ __forceinline__ uint4 store(const float *f)
-	{
-		return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]),
-		    __float_as_uint(f[2]), __float_as_uint(f[3]));
-	}
-	static __device__ __forceinline__ float from_float(float f)
-	{
-		return f;
-	}
-};
-template <> struct vec<__nv_bfloat16> {
-	enum { N = 8 };
-	static __device__ __forceinline__ void load(const uint4 &u, float *f)
-	{
-		const __nv_bfloat162 *h = (const __nv_bfloat162 *)&u;
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 t = __bfloat1622float2(h[k]);
-			f[2 * k] = t.x;
-			f[2 * k + 1] = t.y;
-		}
-	}
-	static __device__ __forceinline__ uint4 store(const float *f)
-	{
-		uint4 u;
-		__nv_bfloat162 *h = (__nv_bfloat162 *)&u;
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			h[k] = __floats2bfloat162_rn(f[2 * k], f[2 * k + 1]);
-		return u;
-	}
-	static __device__ __forceinline__ __nv_bfloat16 from_float(float f)
-	{
-		return __float2bfloat16_rn(f);
-	}
-};
-template <> struct vec<__half> {
-	enum { N = 8 };
-	static __device__ __forceinline__ void load(const uint4 &u, float *f)
-	{
-		const __half2 *h = (const __half2 *)&u;
-#pragma unroll
-		for (int k = 0; k < 4; k++) {
-			float2 t = __half22float2(h[k]);
-			f[2 * k] = t.x;
-			f[2 * k + 1] = t.y;
-		}
-	}
-	static __device__ __forceinline__ uint4 store(const float *f)
-	{
-		uint4 u;
-		__half2 *h = (__half2 *)&u;
-#pragma unroll
-		for (int k = 0; k < 4; k++)
-			h[k] = __floats2half2_rn(f[2 * k], f[2 * k + 1]);
-		return u;
-	}
-	static __device__ __forceinline__ __half from_float(float f)
-	{
-		return __float2half_rn(f);
-	}
-};
 
 /* ---- kernels ---- */
 
@@ -605,13 +520,99 @@ ref_cuda_available(void)
 	return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-static double
-wall_ms(void)
+double
+ref_wall_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+int
+ref_cuda_bench(const struct ref_job *job, ref_cuda_pass_fn pass, void *arg,
+	double t_start_ms, struct ref_result *r, char *err, size_t errlen)
+{
+	cudaEvent_t e0 = NULL, e1 = NULL, *ev = NULL;
+	void *flush = NULL;
+	double *times = NULL, est, budget_ms;
+	int n_warm = 0, n_rep = 0, i, rc = KI_OK;
+	float ms = 0;
+
+	CK(cudaMalloc(&flush, job->flush_bytes > 0 ? job->flush_bytes : 1));
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	CK(pass(arg));
+	CK(cudaDeviceSynchronize());
+	CK(cudaEventRecord(e0));
+	for (i = 0; i < 5; i++) {
+		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
+		CK(pass(arg));
+	}
+	CK(cudaEventRecord(e1));
+	CK(cudaEventSynchronize(e1));
+	CK(cudaEventElapsedTime(&ms, e0, e1));
+	est = ms / 5 > 1e-4 ? ms / 5 : 1e-4;
+	n_warm = (int)fmax(1, job->warmup_ms / est);
+	n_rep = (int)fmax(1, job->rep_ms / est);
+	budget_ms = job->max_seconds * 1e3 * 0.5 - (ref_wall_ms() - t_start_ms);
+	if ((n_warm + n_rep) * est > budget_ms) {
+		n_warm = (int)fmax(1, budget_ms * 0.2 / est);
+		n_rep = (int)fmax(1, budget_ms * 0.8 / est);
+	}
+	if (n_rep > 100000)
+		n_rep = 100000;
+	ev = (cudaEvent_t *)calloc((size_t)n_rep * 2, sizeof(*ev));
+	times = (double *)malloc((size_t)n_rep * sizeof(*times));
+	if (ev == NULL || times == NULL) {
+		snprintf(err, errlen, "out of memory");
+		rc = KI_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < 2 * n_rep; i++)
+		CK(cudaEventCreate(&ev[i]));
+	for (i = 0; i < n_warm; i++)
+		CK(pass(arg));
+	for (i = 0; i < n_rep; i++) {
+		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
+		CK(cudaEventRecord(ev[2 * i]));
+		CK(pass(arg));
+		CK(cudaEventRecord(ev[2 * i + 1]));
+	}
+	CK(cudaDeviceSynchronize());
+	for (i = 0; i < n_rep; i++) {
+		CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+		times[i] = (double)ms * 1e6;
+	}
+	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
+	r->repetitions = n_rep;
+out:
+	if (ev != NULL)
+		for (i = 0; i < 2 * n_rep; i++)
+			if (ev[i] != NULL)
+				cudaEventDestroy(ev[i]);
+	free(ev);
+	free(times);
+	if (e0 != NULL)
+		cudaEventDestroy(e0);
+	if (e1 != NULL)
+		cudaEventDestroy(e1);
+	cudaFree(flush);
+	return rc;
+}
+
+/* The embedding's pass of a job, for ref_cuda_bench. */
+struct emb_job {
+	struct dev *g;
+	enum ref_pass pass;
+};
+
+static cudaError_t
+emb_pass_job(void *arg)
+{
+	const struct emb_job *j = (const struct emb_job *)arg;
+
+	return dev_pass(j->g, j->pass);
 }
 
 int
@@ -621,16 +622,14 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	struct dev g;
 	struct nvml nv;
 	cudaDeviceProp prop;
-	cudaEvent_t e0 = NULL, e1 = NULL, *ev = NULL;
-	void *flush = NULL, *h_w = NULL, *h_out = NULL, *h_dy = NULL,
-	    *h_dw = NULL;
+	void *h_w = NULL, *h_out = NULL, *h_dy = NULL, *h_dw = NULL;
 	int64_t *h_idx = NULL;
-	double *times = NULL, est, budget_ms, t_start = wall_ms();
+	double t_start = ref_wall_ms();
 	size_t free_b = 0, total_b = 0, need, wbytes, abytes;
 	uint64_t seed = job->seed != 0 ? job->seed :
 	    (uint64_t)(t_start * 1e6) ^ 0xc0ffeeull;
-	int n_warm = 0, n_rep = 0, i, rc = KI_OK, drv = 0;
-	float ms = 0;
+	int rc = KI_OK, drv = 0;
+	struct emb_job ej = { &g, job->pass };
 
 	memset(&g, 0, sizeof(g));
 	memset(r, 0, sizeof(*r));
@@ -696,64 +695,14 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 	CK(cudaMalloc((void **)&g.perm, (size_t)g.bt * 4));
 	CK(cudaMalloc((void **)&g.start, (size_t)(g.v + 1) * 4));
 	CK(cudaMalloc(&g.temp, g.temp_bytes > 0 ? g.temp_bytes : 1));
-	CK(cudaMalloc(&flush, job->flush_bytes > 0 ? job->flush_bytes : 1));
 	iota32<<<(unsigned)g.sms * 4, 256>>>(g.iota, g.bt);
 	CK_LAUNCH();
 	CK(dev_fill(&g, seed));
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-
-	/* do_bench: one call, five (flush + call) to estimate, then
-	 * warm-up and repetitions sized from the estimate, each repetition
-	 * preceded by a write of the flush buffer, timed by its own pair of
-	 * events; quantiles by linear interpolation. */
-	CK(dev_pass(&g, job->pass));
-	CK(cudaDeviceSynchronize());
-	CK(cudaEventRecord(e0));
-	for (i = 0; i < 5; i++) {
-		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
-		CK(dev_pass(&g, job->pass));
-	}
-	CK(cudaEventRecord(e1));
-	CK(cudaEventSynchronize(e1));
-	CK(cudaEventElapsedTime(&ms, e0, e1));
-	est = ms / 5 > 1e-4 ? ms / 5 : 1e-4;
-	n_warm = (int)fmax(1, job->warmup_ms / est);
-	n_rep = (int)fmax(1, job->rep_ms / est);
-	budget_ms = job->max_seconds * 1e3 * 0.5 - (wall_ms() - t_start);
-	if ((n_warm + n_rep) * est > budget_ms) {
-		n_warm = (int)fmax(1, budget_ms * 0.2 / est);
-		n_rep = (int)fmax(1, budget_ms * 0.8 / est);
-	}
-	if (n_rep > 100000)
-		n_rep = 100000;
-	ev = (cudaEvent_t *)calloc((size_t)n_rep * 2, sizeof(*ev));
-	times = (double *)malloc((size_t)n_rep * sizeof(*times));
-	if (ev == NULL || times == NULL) {
-		snprintf(err, errlen, "out of memory");
-		rc = KI_ENOMEM;
+	/* do_bench (ref_cuda_bench). */
+	rc = ref_cuda_bench(job, emb_pass_job, &ej, t_start, r, err, errlen);
+	if (rc != KI_OK)
 		goto out;
-	}
-	for (i = 0; i < 2 * n_rep; i++)
-		CK(cudaEventCreate(&ev[i]));
-	for (i = 0; i < n_warm; i++)
-		CK(dev_pass(&g, job->pass));
-	for (i = 0; i < n_rep; i++) {
-		CK(cudaMemsetAsync(flush, 0, job->flush_bytes));
-		CK(cudaEventRecord(ev[2 * i]));
-		CK(dev_pass(&g, job->pass));
-		CK(cudaEventRecord(ev[2 * i + 1]));
-	}
-	CK(cudaDeviceSynchronize());
-	for (i = 0; i < n_rep; i++) {
-		CK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-		times[i] = (double)ms * 1e6;
-	}
 	nvml_clocks(&nv, &r->clocks_sm_after, &r->clocks_mem_after);
-	ref_stats(times, n_rep, &r->median_ns, &r->p20_ns, &r->p80_ns);
-	r->repetitions = n_rep;
-	cudaFree(flush);
-	flush = NULL;
 	r->copy_bw = ref_cuda_copy_rate();
 
 	/* Correctness: fresh inputs, outputs poisoned with NaN, one pass,
@@ -792,16 +741,6 @@ ref_cuda_run(const struct ref_job *job, struct ref_result *r, char *err,
 		}
 	}
 out:
-	if (ev != NULL)
-		for (i = 0; i < 2 * n_rep; i++)
-			if (ev[i] != NULL)
-				cudaEventDestroy(ev[i]);
-	free(ev);
-	free(times);
-	if (e0 != NULL)
-		cudaEventDestroy(e0);
-	if (e1 != NULL)
-		cudaEventDestroy(e1);
 	cudaFree(g.w);
 	cudaFree(g.dw);
 	cudaFree(g.out);
@@ -812,7 +751,6 @@ out:
 	cudaFree(g.perm);
 	cudaFree(g.start);
 	cudaFree(g.temp);
-	cudaFree(flush);
 	free(h_idx);
 	free(h_w);
 	free(h_out);

@@ -3,6 +3,9 @@
 # CPU backend for every pass and dtype, the CUDA backend when a device is
 # there, and the errors a bad request must produce.
 # Usage: verify/test-ref.sh path/to/kernelindex-ref
+# KI_TEST_BACKENDS="cuda" checks only the CUDA backend's families (on a
+# device, after the CPU checks ran elsewhere); default: cpu, and cuda when
+# a device is there.
 set -u
 REF=${1:-${KI_REF:-}}
 [ -n "$REF" ] || { echo "usage: test-ref.sh kernelindex-ref (or KI_REF=...)"; exit 2; }
@@ -95,6 +98,7 @@ fused_moe {"tokens":50,"experts":12,"hidden":80,"intermediate":48,"topk":3}'
 backends=cpu
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 &&
     backends="cpu cuda"
+backends=${KI_TEST_BACKENDS:-$backends}
 for b in $backends; do
 	while read -r k params; do
 		for p in forward backward full; do
@@ -137,6 +141,10 @@ out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"i
 expect "moe, topk above experts" 2 'topk' "$out" $rc
 out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"topk":2}' | "$REF"); rc=$?
 expect "moe, no intermediate" 2 'parameters.intermediate' "$out" $rc
+out=$(fam multi_token_attention forward float32 cuda '{"in_channels":2,"seq":16,"kernel_size":3}' | "$REF"); rc=$?
+expect "cuda: no kernel for multi_token_attention yet" 3 'no implementation of this family yet' "$out" $rc
+out=$(fam fused_moe full bfloat16 cuda '{"tokens":32,"experts":4,"hidden":64,"intermediate":32,"topk":2}' | "$REF"); rc=$?
+expect "cuda: no kernel for fused_moe yet" 3 'no implementation of this family yet' "$out" $rc
 
 # The families over linear layers (CPU only): every pass the table covers,
 # float32 and bfloat16 (the data's; float16 too for the MLPs and

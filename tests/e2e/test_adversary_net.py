@@ -1,19 +1,45 @@
 #!/usr/bin/env python3
 """test_adversary_net — findings of an adversarial pass over the network
-and API side (HTTP framing over raw sockets, query parameters, upload
-wrappers), each checked against the behaviour it names:
-the request head is read as it was sent — a NUL in a header value (which
-libmicrohttpd cut the value short at: "Content-Length: 5<NUL>0" was 5), in
-the method or in the raw target, a control character in a header value, a
-line ended by a bare LF, a header line folded onto the previous one
-(obs-fold, which libmicrohttpd joined to the header's name), and a line
+and API side (HTTP framing over raw sockets, query parameters, uploads,
+access reviews), each checked against the behaviour it names.
+
+The request head is read as it was sent: a NUL in a header value (which
+libmicrohttpd cut the value short at: "Content-Length: 5<NUL>0" was 5),
+in the method or in the raw target, a control character in a header
+value, a line ended by a bare LF, a header line folded onto the previous
+one (obs-fold, which libmicrohttpd joined to the header's name) and a line
 starting with ':' (which ended libmicrohttpd's header section, the rest
 being read as a second request) are each a 400 Status and the connection
 is closed; a space or a control character in the target is a 400; heads
-that are sound (empty values, tabs, pipelining, HTTP/1.0) still work."""
+that are sound (empty values, tabs, pipelining, HTTP/1.0) still work; an
+Expect other than 100-continue is 417 and a Host that is no host and port
+a 400 (both were passed over).
+
+Query parameters are read, not passed over: a token in the URL
+(access_token) is a 400; an object GET's resourceVersion that is no
+version is a 400 and one the store has not reached a 504, as a list's; a
+list's timeoutSeconds and an includeObject that are no values are 400, as
+is a resourceVersion beside a continue token; a limit with a sign is 400,
+and so is an empty dryRun (it was a real write); a parameter the endpoint
+does not know gets a Warning naming it, a watch's answer included.
+
+Uploads: a List's wrapper holding a member other than kind, apiVersion,
+metadata and items, or an apiVersion other than v1, is a 400 (it was
+passed over, even under fieldValidation=Strict); a body whose
+Content-Type names a charset other than UTF-8 is 415; an integer no
+double holds exactly (9007199254740993) is 422, not stored rounded.
+
+Access reviews agree with the writes for limited tokens: a
+source-limited token may not update or delete shared objects (asked with
+no name, or one not stored), and a limited token's rules list no
+Threshold write and are marked incomplete. The admin endpoints refuse a
+query parameter (POST /admin/tokens?dryRun=All made a real token) and a
+body where none is read, and a token's source or prefix that could never
+match a run or a name."""
 import json
 import os
 import socket
+import subprocess
 import sys
 import time
 
@@ -84,7 +110,8 @@ def refused(d, raw, what):
     closed: nothing after the head is read as another request."""
     out, closed = exchange(d, raw)
     rs = answers(out)
-    eq([s for s, _, _ in rs], [400], '%s: the answers (%r)' % (what, out[:300]))
+    eq([s for s, _, _ in rs], [400],
+       '%s: the answers (%r)' % (what, out[:300]))
     st = json.loads(rs[0][2])
     eq(st.get('kind'), 'Status', '%s: a Status' % what)
     eq(st.get('reason'), 'BadRequest', '%s: reason' % what)
@@ -240,6 +267,372 @@ def sound_heads_still_work():
     r = d.get(G + '/benchmarkprotocols?limit=1',
               headers={'Authorization': '', 'X-Empty': ''})
     eq(r.status, 200, 'http.client with empty header values')
+
+
+@test
+def unmet_expectations_and_malformed_hosts_are_refused():
+    d = daemon()
+    body = protocol('expect-x', 4)
+    out, _ = exchange(d, post_head(b'Content-Length: %d\r\nExpect: 200-ok\r\n'
+                                   b'Connection: close\r\n' % len(body), body))
+    rs = answers(out)
+    eq([s for s, _, _ in rs], [417], 'Expect: 200-ok (%r)' % out[:200])
+    eq(json.loads(rs[0][2]).get('reason'), 'ExpectationFailed', 'reason')
+    eq(d.get(G + '/benchmarkprotocols/expect-x').status, 404, 'not stored')
+    out, _ = exchange(d, post_head(b'Content-Length: %d\r\n'
+                                   b'Expect: 100-Continue\r\n'
+                                   b'Connection: close\r\n' % len(body), body))
+    eq([s for s, _, _ in answers(out)], [100, 201], '100-continue still')
+    for host in (b'x y', b'x/y', b'a@b', b'x?y'):
+        refused(d, b'GET /healthz HTTP/1.1\r\nHost: ' + host +
+                b'\r\nConnection: close\r\n\r\n', 'Host %r' % host)
+    for host in (b'x', b'127.0.0.1:80', b'[::1]:8080', b'ki.example.org'):
+        out, _ = exchange(d, b'GET /healthz HTTP/1.1\r\nHost: ' + host +
+                          b'\r\nConnection: close\r\n\r\n')
+        eq([s for s, _, _ in answers(out)], [200], 'Host %r' % host)
+
+
+# ---- query parameters ----
+
+def proto_doc(name, reps):
+    return json.loads(protocol(name, reps))
+
+
+@test
+def a_token_in_the_url_is_refused():
+    d = daemon()
+    for path in ('/healthz?access_token=abc', G + '/benchmarkprotocols?'
+                 'access_token=abc'):
+        st = kitest.status_of(d.get(path), 400, 'BadRequest')
+        check('Authorization' in st['message'], 'says where: %r' % st)
+    r = d.post(G + '/benchmarkprotocols?access_token=abc',
+               proto_doc('qs-token', 10))
+    kitest.status_of(r, 400, 'BadRequest')
+    eq(d.get(G + '/benchmarkprotocols/qs-token').status, 404, 'not stored')
+
+
+@test
+def an_object_get_reads_its_resource_version():
+    d = daemon()
+    eq(d.post(G + '/benchmarkprotocols', proto_doc('rv-get', 11)).status,
+       201, 'create')
+    path = G + '/benchmarkprotocols/rv-get'
+    for bad in ('abc', '-1', '1e3', '18446744073709551616', '+1'):
+        st = kitest.status_of(d.get(path + '?resourceVersion=' + bad), 400,
+                              'BadRequest')
+        check('resourceVersion' in st['message'], '%s: %r' % (bad, st))
+    rv = int(d.get(path).json()['metadata']['resourceVersion'])
+    eq(d.get(path + '?resourceVersion=%d' % rv).status, 200, 'its own rv')
+    eq(d.get(path + '?resourceVersion=0').status, 200, 'rv 0: any')
+    kitest.status_of(d.get(path + '?resourceVersion=%d' % (rv + 1000)), 504,
+                     'Timeout')
+    # The Table form of one object reads it too.
+    r = d.get(path + '?resourceVersion=abc', headers={
+        'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'})
+    kitest.status_of(r, 400, 'BadRequest')
+
+
+@test
+def list_parameters_that_are_no_values_are_refused():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for q, name in (('timeoutSeconds=abc', 'timeoutSeconds'),
+                    ('timeoutSeconds=-1', 'timeoutSeconds'),
+                    ('includeObject=Everything', 'includeObject'),
+                    ('limit=%2B1', 'limit'), ('limit=%201', 'limit')):
+        st = kitest.status_of(d.get(coll + '?' + q), 400, 'BadRequest')
+        check(name in st['message'], '%s: %r' % (q, st))
+    eq(d.get(coll + '?timeoutSeconds=5&limit=1').status, 200, 'sound ones')
+    # A continue token with a resourceVersion: the version was passed over.
+    for i in range(3):
+        d.post(coll, proto_doc('lp-%d' % i, 30 + i))
+    tok = d.get(coll + '?limit=1').json()['metadata'].get('continue')
+    check(tok, 'a first page of one has a continue token')
+    st = kitest.status_of(d.get(coll + '?limit=1&resourceVersion=1&continue=' +
+                                tok), 400, 'BadRequest')
+    check('continue' in st['message'], 'says why: %r' % st)
+    eq(d.get(coll + '?limit=1&resourceVersion=0&continue=' + tok).status,
+       200, 'resourceVersion=0 (any) with continue')
+    eq(d.get(coll + '?includeObject=None', headers={
+        'Accept': 'application/json;as=Table;v=v1;g=meta.k8s.io'}).status,
+       200, 'includeObject=None')
+
+
+@test
+def an_empty_dry_run_is_refused():
+    """?dryRun= (empty) was a real write: a client that meant a dry run
+    and lost the value stored its object."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    st = kitest.status_of(d.post(coll + '?dryRun=', proto_doc('dry-e', 15)),
+                          400, 'BadRequest')
+    check('dryRun' in st['message'], 'names dryRun: %r' % st)
+    eq(d.get(coll + '/dry-e').status, 404, 'nothing stored')
+    eq(d.post(coll + '?dryRun=All', proto_doc('dry-e', 15)).status, 201,
+       'a dry run')
+    eq(d.get(coll + '/dry-e').status, 404, 'nothing stored by a dry run')
+
+
+@test
+def unknown_query_parameters_are_warned_about():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for method, path, body in (
+            ('GET', coll + '?labelselector=a%3Db', None),
+            ('GET', coll + '?format=csv&bogus=1', None),
+            ('POST', coll + '?bogus=1', proto_doc('wq', 12)),
+            ('GET', coll + '/wq?bogus=1', None),
+            ('PATCH', coll + '/wq?bogus=1', {'metadata': {'labels': {
+                'a': 'b'}}}),
+            ('DELETE', coll + '/wq?dryRun=All&bogus=1', None)):
+        ct = 'application/merge-patch+json' if method == 'PATCH' else None
+        r = d.request(method, path, body=body, content_type=ct)
+        check(r.status < 300, '%s %s: %r' % (method, path, r))
+        w = r.headers.get_all('Warning') or []
+        for name in ('labelselector', 'bogus', 'format'):
+            if name + '=' in path:
+                check(any(name in x and x.startswith('299 ') for x in w),
+                      '%s %s: a Warning names %s: %r' % (method, path,
+                                                          name, w))
+    # So does a streamed NDJSON upload's.
+    r = d.request('POST', coll + '?bogus=2', body=protocol('wq-nd', 16) +
+                  b'\n', content_type='application/x-ndjson')
+    eq(r.status, 201, 'NDJSON: %r' % r)
+    w = r.headers.get_all('Warning') or []
+    check(any('bogus' in x for x in w), 'NDJSON Warning: %r' % w)
+    # A watch's answer carries the Warning too.
+    r = d.get(coll + '?watch=1&timeoutSeconds=1&sendInitialEvents=true')
+    eq(r.status, 200, 'the watch')
+    w = r.headers.get_all('Warning') or []
+    check(any('sendInitialEvents' in x for x in w), 'watch Warning: %r' % w)
+    # What the endpoints read, and pretty/timeout, are not warned about.
+    for path in (coll + '?limit=1&labelSelector=a%3Db&pretty=true&'
+                 'timeout=30s', coll + '/wq?resourceVersion=0',
+                 G + '/benchmarkruns?format=csv&versionLabel=v'):
+        r = d.get(path)
+        eq(r.headers.get_all('Warning'), None, 'no Warning for %s' % path)
+
+
+# ---- uploads ----
+
+@test
+def a_list_wrapper_holds_only_what_a_list_holds():
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    item = proto_doc('lw-1', 13)
+    for extra, field in (({'foo': 1}, 'foo'),
+                         ({'apiVersion': 'v2'}, 'apiVersion'),
+                         ({'apiVersion': 'kernelindex.dev/v1alpha1'},
+                          'apiVersion')):
+        lst = {'apiVersion': 'v1', 'kind': 'List', 'items': [item]}
+        lst.update(extra)
+        for q in ('', '?fieldValidation=Strict', '?atomic=true'):
+            st = kitest.status_of(d.post(coll + q, lst), 400, 'BadRequest')
+            eq(kitest.cause_fields(st), [field],
+               '%r%s: the cause' % (extra, q))
+    eq(d.get(coll + '/lw-1').status, 404, 'nothing stored')
+    for lst in ({'apiVersion': 'v1', 'kind': 'List', 'items': [item]},
+                {'kind': 'List', 'metadata': {}, 'items': [item]}):
+        r = d.post(coll, lst)
+        check(r.status in (200, 201), 'a sound List: %r' % r)
+
+
+@test
+def a_body_in_another_charset_is_refused():
+    """JSON is UTF-8: a body declared ISO-8859-1 or UTF-16 was read as
+    UTF-8 in silence (Latin-1 bytes that happen to be valid UTF-8 change
+    meaning)."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    body = protocol('cs-1', 14)
+    for ct in ('application/json; charset=iso-8859-1',
+               'application/json;charset="UTF-16"',
+               'application/x-ndjson; charset=latin1'):
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type=ct), 415,
+                              'UnsupportedMediaType')
+        check('UTF-8' in st['message'], '%s: %r' % (ct, st))
+    st = kitest.status_of(d.request('PATCH', coll + '/cs-1', body=b'{}',
+                                    content_type='application/merge-patch+'
+                                    'json; charset=windows-1252'), 415,
+                          'UnsupportedMediaType')
+    eq(d.get(coll + '/cs-1').status, 404, 'nothing stored')
+    for ct in ('application/json; charset=utf-8',
+               'application/json; charset="UTF-8"', 'application/json'):
+        r = d.request('POST', coll, body=body, content_type=ct)
+        check(r.status in (200, 201), '%s: %r' % (ct, r))
+
+
+@test
+def integers_a_double_cannot_hold_are_refused():
+    """RFC 8785 reads numbers as doubles: 9007199254740993 was stored,
+    hashed and served as 9007199254740992, the client's figure changed in
+    silence."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i, lit in enumerate(('9007199254740993', '-9007199254740993',
+                             '123456789012345678', '18014398509481985')):
+        body = protocol('big-%d' % i, 1).replace(b'"repetitions": 1',
+                                                 b'"repetitions": ' +
+                                                 lit.encode())
+        check(lit.encode() in body, 'the literal is in the body')
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type='application/json'),
+                              422, 'Invalid')
+        eq(kitest.cause_fields(st), ['spec.measurement.repetitions'],
+           '%s: the cause' % lit)
+        eq(d.get(coll + '/big-%d' % i).status, 404, '%s: not stored' % lit)
+    # Integers a double holds are kept as sent.
+    for i, lit in enumerate(('9007199254740992', '18014398509481984')):
+        body = protocol('big-ok-%d' % i, 1).replace(b'"repetitions": 1',
+                                                    b'"repetitions": ' +
+                                                    lit.encode())
+        r = d.request('POST', coll, body=body, content_type='application/json')
+        eq(r.status, 201, '%s: %r' % (lit, r))
+        check(b'"repetitions":' + lit.encode() in d.get(coll + '/big-ok-%d'
+                                                         % i).body,
+              '%s is served as sent' % lit)
+
+
+# ---- access reviews ----
+
+def make_token(data_dir, *args):
+    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
+                       + list(args), capture_output=True, text=True,
+                       timeout=60)
+    eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
+    return p.stdout.strip()
+
+
+@test
+def access_reviews_agree_with_the_writes_of_limited_tokens():
+    """A source-limited token was told it may delete or update shared
+    objects (with no name, or a name not stored), and the rules review
+    listed every verb on every kind, Thresholds included, as complete:
+    each of those writes is 403."""
+    data = kitest.tempdir('kitest-advnet-')
+    liger = make_token(data, 'create', '--role', 'writer', '--source',
+                       'liger-kernel-bench')
+    team = make_token(data, 'create', '--role', 'writer', '--prefix',
+                      'team-')
+    writer = make_token(data, 'create', '--role', 'writer')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    eq(d.post(G + '/benchmarkprotocols', proto_doc('shared-p', 40),
+              headers={'Authorization': 'Bearer ' + writer}).status, 201,
+       'a shared protocol')
+    authz = '/apis/authorization.k8s.io/v1/'
+
+    def can(t, verb, res, name=None):
+        ra = {'group': 'kernelindex.dev', 'resource': res, 'verb': verb}
+        if name:
+            ra['name'] = name
+        r = d.post(authz + 'selfsubjectaccessreviews', {
+            'apiVersion': 'authorization.k8s.io/v1',
+            'kind': 'SelfSubjectAccessReview',
+            'spec': {'resourceAttributes': ra}},
+            headers={'Authorization': 'Bearer ' + t})
+        eq(r.status, 201, 'review: %r' % r)
+        return r.json()['status']['allowed']
+
+    for verb in ('update', 'delete', 'patch'):
+        for name in (None, 'shared-p'):
+            eq(can(liger, verb, 'benchmarkprotocols', name), False,
+               'liger %s protocols %s' % (verb, name))
+        eq(can(liger, verb, 'benchmarkruns'), False,
+           'liger %s any run' % verb)
+        eq(can(team, verb, 'benchmarkprotocols'), False,
+           'team %s any protocol' % verb)
+        eq(can(writer, verb, 'benchmarkprotocols'), True,
+           'writer %s protocols' % verb)
+    for verb in ('update', 'delete'):
+        eq(can(liger, verb, 'benchmarkprotocols', 'not-stored'), False,
+           'liger %s a protocol not stored' % verb)
+        eq(can(team, verb, 'benchmarkprotocols', 'team-x'), True,
+           'team %s team-x' % verb)
+    eq(can(liger, 'create', 'benchmarkprotocols'), True, 'liger creates')
+    # The writes agree.
+    r = d.delete(G + '/benchmarkprotocols/shared-p',
+                 headers={'Authorization': 'Bearer ' + liger})
+    kitest.status_of(r, 403, 'Forbidden')
+
+    def rules(t):
+        r = d.post(authz + 'selfsubjectrulesreviews', {
+            'apiVersion': 'authorization.k8s.io/v1',
+            'kind': 'SelfSubjectRulesReview', 'spec': {}},
+            headers={'Authorization': 'Bearer ' + t})
+        eq(r.status, 201, 'rules review: %r' % r)
+        st = r.json()['status']
+        out = {}
+        for rule in st['resourceRules']:
+            if rule['apiGroups'] == ['kernelindex.dev']:
+                for res in rule['resources']:
+                    out.setdefault(res, set()).update(rule['verbs'])
+        return st, out
+
+    st, got = rules(liger)
+    eq(st.get('incomplete'), True, 'a limited token\'s rules are incomplete')
+    check('thresholds' not in got, 'no Threshold write: %r' % got)
+    eq(got.get('benchmarkprotocols', set()) - {'get', 'list', 'watch'},
+       {'create'}, 'liger on protocols')
+    eq(got.get('benchmarkruns', set()) >= {'create', 'update', 'patch',
+                                           'delete'}, True, 'liger on runs')
+    st, got = rules(team)
+    eq(st.get('incomplete'), True, 'prefix: incomplete')
+    check('thresholds' not in got, 'no Threshold write for team: %r' % got)
+    st, got = rules(writer)
+    eq(st.get('incomplete'), False, 'a writer\'s rules are complete')
+    check('delete' in got.get('thresholds', set()), 'writer: %r' % got)
+
+
+@test
+def admin_endpoints_refuse_what_they_do_not_read():
+    """POST /admin/tokens?dryRun=All made a real token (the parameter
+    was passed over); a DELETE's body was passed over; a token limited to
+    a source holding a control character, or to a prefix no name can
+    start with, was made though it could never write anything."""
+    data = kitest.tempdir('kitest-advnet-')
+    admin = make_token(data, 'create', '--role', 'admin')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    a = {'Authorization': 'Bearer ' + admin}
+
+    def count():
+        r = d.get('/admin/tokens', headers=a)
+        eq(r.status, 200, 'token list: %r' % r)
+        return len(r.json()['items'])
+
+    n = count()
+    reader = {'role': 'reader'}
+    st = kitest.status_of(d.post('/admin/tokens?dryRun=All', reader,
+                                 headers=a), 400, 'BadRequest')
+    check('dryRun' in st['message'], 'names it: %r' % st)
+    kitest.status_of(d.get('/admin/tokens?limit=1', headers=a), 400,
+                     'BadRequest')
+    kitest.status_of(d.post('/admin/backup?force=1', {}, headers=a), 400,
+                     'BadRequest')
+    for body, what in (({'role': 'writer', 'source': 'a\u001fb'}, 'source'),
+                       ({'role': 'writer', 'source': 's' * 257}, 'source'),
+                       ({'role': 'writer', 'prefix': 'Team_'}, 'prefix'),
+                       ({'role': 'writer', 'prefix': '-x'}, 'prefix')):
+        st = kitest.status_of(d.post('/admin/tokens', body, headers=a), 422,
+                              'Invalid')
+        check(st['message'].startswith(what), '%r: %r' % (body, st))
+    eq(count(), n, 'no token made')
+    r = d.post('/admin/tokens', reader, headers=a)
+    eq(r.status, 201, 'a sound create')
+    tid = r.json()['id']
+    kitest.status_of(d.request('DELETE', '/admin/tokens/' + tid,
+                               body={'really': True}, headers=a), 400,
+                     'BadRequest')
+    eq(count(), n + 1, 'not revoked by a DELETE with a body')
+    eq(d.request('DELETE', '/admin/tokens/' + tid, headers=a).status, 200,
+       'revoked')
+    # The command line refuses them too.
+    p = subprocess.run([kitest.daemon_path(), '--data-dir',
+                        kitest.tempdir('kitest-advnet-'), 'token', 'create',
+                        '--role', 'writer', '--prefix', 'Team_'],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and 'prefix' in p.stderr,
+          'token create --prefix Team_: %r' % (p.stderr,))
 
 
 if __name__ == '__main__':

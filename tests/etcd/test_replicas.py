@@ -8,6 +8,9 @@ KI_ETCD_ENDPOINTS (tests/etcd/e2e.sh sets it); skipped (77) without."""
 import http.client
 import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -105,6 +108,233 @@ def concurrent_writes_through_both_daemons_lose_nothing():
     r = b.get(G + '/benchmarkprotocols')
     items = json.loads(r.body)['items']
     eq([i['metadata']['name'] for i in items], ['same'], 'one object')
+
+
+def runs_ndjson(prefix, n):
+    """n seed bundles as NDJSON lines, each run named PREFIX-i (the
+    protocol and environment shared by all)."""
+    base = kitest.seed()
+    name = base['run']['metadata']['name']
+    xid = base['run']['spec']['sourceNative']['externalId']
+    text = json.dumps(base, separators=(',', ':'))
+    text = text.replace('"%s"' % name, '"@N@"').replace('"%s"' % xid,
+                                                        '"x/@N@"')
+    return ''.join(text.replace('@N@', '%s-%d' % (prefix, i)) + '\n'
+                   for i in range(n))
+
+
+def digests_of(upload_answer):
+    """Every sha256:... string of an answer."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+        elif isinstance(o, str) and o.startswith('sha256:') and len(o) == 71:
+            out.append(o)
+    walk(upload_answer)
+    return sorted(set(out))
+
+
+@test
+def what_one_daemon_writes_the_other_reads_at_once_by_name_and_digest():
+    """Each write through a is read through b at once (its cache may not
+    have it yet: a lookup that misses asks etcd before answering 404)."""
+    a, b = pair()
+    for i in range(15):
+        eq(a.post(G + '/benchmarkprotocols', proto('now%d' % i, i + 1)).status,
+           201, 'create now%d through a' % i)
+        r = b.get(G + '/benchmarkprotocols/now%d' % i)
+        eq(r.status, 200, 'now%d through b at once' % i)
+        eq(r.json()['spec']['measurement']['repetitions'], i + 1, 'its spec')
+    bundle = kitest.seed()
+    r = a.post(G + '/benchmarkruns', bundle)
+    eq(r.status, 201, 'the seed bundle through a')
+    ds = digests_of(r.json())
+    check(len(ds) >= 3, 'the answer names the digests: %r' % ds)
+    for d in ds:
+        eq(b.get(G + '/objects/' + d).status, 200, '%s through b' % d)
+    eq(b.get(G + '/benchmarkprotocols/nobody').status, 404, 'absent: 404')
+
+
+@test
+def a_list_with_the_resource_version_of_a_write_holds_it_on_the_other():
+    a, b = pair()
+    for i in range(10):
+        r = a.post(G + '/benchmarkprotocols', proto('lv%d' % i, i + 1))
+        eq(r.status, 201, 'create lv%d' % i)
+        rv = r.json()['metadata']['resourceVersion']
+        r = b.get(G + '/benchmarkprotocols?resourceVersion=%s&'
+                  'resourceVersionMatch=NotOlderThan' % rv)
+        eq(r.status, 200, 'list through b at %s' % rv)
+        check(int(r.json()['metadata']['resourceVersion']) >= int(rv),
+              'the list is at least at %s' % rv)
+        names = [x['metadata']['name'] for x in r.json()['items']]
+        check('lv%d' % i in names, 'lv%d listed through b: %r' % (i, names))
+        # Without a resourceVersion: the newest state, also at once.
+        r = b.get(G + '/benchmarkprotocols')
+        check('lv%d' % i in [x['metadata']['name'] for x in
+                             r.json()['items']], 'lv%d in a plain list' % i)
+
+
+@test
+def a_daemon_reads_its_own_label_patch_at_once():
+    a, b = pair()
+    eq(a.post(G + '/benchmarkprotocols', proto('lp', 3)).status, 201, 'create')
+    for i in range(10):
+        r = a.request('PATCH', G + '/benchmarkprotocols/lp',
+                      body=json.dumps({'metadata': {'labels': {
+                          'round': str(i)}}}),
+                      content_type='application/merge-patch+json')
+        eq(r.status, 200, 'patch %d' % i)
+        r = a.get(G + '/benchmarkprotocols/lp')
+        eq(r.json()['metadata'].get('labels', {}).get('round'), str(i),
+           'its own patch %d, read back at once' % i)
+        r = a.get(G + '/benchmarkprotocols?labelSelector=round%%3D%d' % i)
+        eq([x['metadata']['name'] for x in r.json()['items']], ['lp'],
+           'listed by its new label at once')
+        r = b.get(G + '/benchmarkprotocols?labelSelector=round%%3D%d' % i)
+        eq([x['metadata']['name'] for x in r.json()['items']], ['lp'],
+           'and through the other daemon')
+
+
+@test
+def bulk_uploads_through_both_daemons_at_once_are_never_409():
+    """NDJSON (streamed) and List uploads through both daemons at once: a
+    batch whose commit finds another daemon's first runs again (every
+    line is new: each upload is 201, everything stored)."""
+    a, b = pair()
+    answers = []
+
+    def upload(d, tag):
+        for k in range(4):
+            r = d.post(G + '/benchmarkruns', runs_ndjson('%s%d' % (tag, k), 8),
+                       content_type='application/x-ndjson')
+            answers.append((tag, k, r.status, r.body[:200]))
+
+    def upload_list(d, tag, base):
+        for k in range(4):
+            items = [proto('%s%d-%d' % (tag, k, i), base + 8 * k + i)
+                     for i in range(8)]
+            r = d.post(G + '/benchmarkprotocols', {
+                'apiVersion': 'v1', 'kind': 'List', 'items': items})
+            answers.append((tag, k, r.status, r.body[:200]))
+
+    ts = [threading.Thread(target=upload, args=(d, t))
+          for d, t in ((a, 'ua'), (b, 'ub'), (a, 'uc'), (b, 'ud'))]
+    ts += [threading.Thread(target=upload_list, args=(d, t, base))
+           for d, t, base in ((a, 'qa', 1000), (b, 'qb', 2000))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    eq(sorted(x[2] for x in answers), [201] * 24, 'answers: %r' %
+       [x for x in answers if x[2] != 201])
+    r = b.get(G + '/benchmarkruns')
+    eq(len(r.json()['items']), 16 * 8, 'every run stored')
+    r = a.get(G + '/benchmarkprotocols')
+    eq(len([x for x in r.json()['items']
+            if x['metadata']['name'][0] == 'q']), 8 * 8,
+       'every protocol of the Lists stored')
+
+
+@test
+def a_watch_through_the_other_daemon_loses_nothing_when_etcd_restarts():
+    """A daemon's own etcd (start.sh) is SIGKILLed and started again over
+    its data: the watch cache takes its stream up again from the next
+    revision, and a watch through the other daemon streams every write
+    made before and after, in order. A resume from a resourceVersion
+    older than the history kept is 410."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    line = subprocess.run([os.path.join(here, 'start.sh')], check=True,
+                          capture_output=True, text=True).stdout.split()
+    endpoint, pid, tmp = line[0], int(line[1]), line[2]
+    with open('/proc/%d/cmdline' % pid, 'rb') as f:
+        cmd = [x.decode() for x in f.read().split(b'\0') if x]
+    procs = []
+    try:
+        env = {'KI_ETCD_ENDPOINTS': endpoint}
+        data = kitest.tempdir('kitest-replicas-')
+        old = os.environ.get('KI_ETCD_ENDPOINTS')
+        os.environ['KI_ETCD_ENDPOINTS'] = endpoint
+        try:
+            a = kitest.Daemon(data_dir=data, sync=False,
+                              args=['--history', '100'], env=env).start()
+            b = kitest.Daemon(data_dir=data, sync=False,
+                              args=['--history', '100'], env=env).start()
+        finally:
+            os.environ['KI_ETCD_ENDPOINTS'] = old
+        eq(a.post(G + '/benchmarkprotocols', proto('e0', 50)).status, 201,
+           'e0')
+        rv = b.list_rv('benchmarkprotocols')
+        c = http.client.HTTPConnection('127.0.0.1', b.port, timeout=60)
+        c.request('GET', G + '/benchmarkprotocols?watch=true&'
+                  'resourceVersion=%s' % rv)
+        resp = c.getresponse()
+        eq(resp.status, 200, 'watch through b')
+        events = []
+
+        def read():
+            try:
+                while len(events) < 6:
+                    ln = resp.readline()
+                    if not ln:
+                        break
+                    ev = json.loads(ln)
+                    if ev['type'] != 'BOOKMARK':
+                        events.append(ev)
+            except Exception:
+                pass
+
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        for i in (1, 2, 3):
+            eq(a.post(G + '/benchmarkprotocols', proto('e%d' % i, 50 + i)).status,
+               201, 'e%d before the restart' % i)
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        procs.append(p)
+        for i in (4, 5, 6):
+            st = None
+            for _ in range(100):
+                st = a.post(G + '/benchmarkprotocols',
+                            proto('e%d' % i, 50 + i))
+                if st.status != 503:
+                    break
+                time.sleep(0.1)
+            eq(st.status, 201, 'e%d after the restart' % i)
+        t.join(20)
+        eq([(e['type'], e['object']['metadata']['name']) for e in events],
+           [('ADDED', 'e%d' % i) for i in range(1, 7)],
+           'every event through b, in order')
+        c.close()
+        # 120 more: the history (100) no longer holds rv.
+        body = ''.join(json.dumps(proto('h%d' % i, 1000 + i)) + '\n'
+                       for i in range(120))
+        eq(a.post(G + '/benchmarkprotocols', body,
+                  content_type='application/x-ndjson').status, 201, 'h*')
+        r = b.get(G + '/benchmarkprotocols?watch=true&resourceVersion=%s' % rv,
+                  timeout=20)
+        check(r.status == 410 or b'"code":410' in r.body,
+              'a resume from before the history: 410 (%d %r)' %
+              (r.status, r.body[:200]))
+        a.stop()
+        b.stop()
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == '__main__':

@@ -100,6 +100,7 @@ main(int argc, char **argv)
 		test_store_model_register,
 		test_store_integrity_register,
 		test_store_etcd_register,
+		test_etcd_codec_register,
 		test_api_register,
 		test_labels_register,
 		test_series_register,

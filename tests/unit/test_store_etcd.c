@@ -63,6 +63,8 @@ test_conflict(void)
 	CU_ASSERT_EQUAL_FATAL(store_begin(a, 1, &ta), KI_OK);
 	CU_ASSERT_EQUAL(ts_put(ta, 1, "from-a", 0xa1, NULL, NULL, 0), KI_OK);
 	CU_ASSERT_EQUAL(store_commit(ta), KI_OK);
+	/* b's reads may lag a's commit until b reaches it. */
+	CU_ASSERT_EQUAL(store_sync(b, 0, 3000), KI_OK);
 	CU_ASSERT_EQUAL_FATAL(store_begin(b, 0, &tb), KI_OK);
 	CU_ASSERT_EQUAL(store_rv(tb), 2);
 	CU_ASSERT_EQUAL(store_get_by_name(tb, 1, "from-a", 6, &ob), KI_OK);

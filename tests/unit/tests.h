@@ -9,6 +9,7 @@ int test_store_lmdb_register(void);
 int test_store_model_register(void);
 int test_store_integrity_register(void);
 int test_store_etcd_register(void);
+int test_etcd_codec_register(void);
 int test_api_register(void);
 int test_labels_register(void);
 int test_series_register(void);
