@@ -94,6 +94,11 @@ const struct lin_family *lin_find(const char *kernel);
 double lin_forward_flops(const struct lin_family *f,
 	const struct lin_shape *s);
 
+/* The CPU backend's budget for a forward's matrix products (with the
+ * tensors' REF_CPU_MAX_ELEMS): a shape past it is halved and the result
+ * says "scaled". */
+#define LIN_CPU_MAX_FLOPS 8e6
+
 /* Halves the shape (sequence, then batch, hidden, vocabulary: the
  * largest first) until its tensors hold at most max_elems elements and its
  * forward at most max_flops; 1 when it was reduced. Lays it out. */

@@ -13,11 +13,6 @@
 
 #include "verify/ref.h"
 
-/* The forward's matrix products on the CPU, at most (with the elements'
- * REF_CPU_MAX_ELEMS): a shape past it is halved as other families' rows
- * are, and the result says "scaled". */
-#define LIN_CPU_MAX_FLOPS 8e6
-
 static int
 stored(enum lin_kind k)
 {

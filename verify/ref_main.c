@@ -63,20 +63,22 @@ print_coverage(void)
 	return 0;
 }
 
-/* --plan: the shape a family of family.h (row-wise, attention, MoE)
- * would run on the CPU, without measuring: {"kernel", "pass", "dtype",
- * "scaled", "parameters"} on out. Returns the exit status. */
+/* --plan: the shape a family of family.h (row-wise, attention, MoE) or
+ * of lin.h (over linear layers) would run on the CPU, without measuring:
+ * {"kernel", "pass", "dtype", "scaled", "parameters"} on out. Returns the
+ * exit status. */
 static int
 print_plan(const struct ref_job *job)
 {
 	struct fam_shape s = job->shape;
+	struct lin_shape ls = job->lshape;
 	struct json_object *o;
 	int scaled;
 
-	if (job->fam == NULL)
-		return fail("--plan: the embedding and the families over linear "
-		    "layers have no plan output", 3);
-	scaled = fam_fit(job->fam, &s, REF_CPU_MAX_ELEMS);
+	if (job->fam == NULL && job->lin == NULL)
+		return fail("--plan: the embedding has no plan output", 3);
+	scaled = job->lin != NULL ? lin_fit(job->lin, &ls, REF_CPU_MAX_ELEMS,
+	    LIN_CPU_MAX_FLOPS) : fam_fit(job->fam, &s, REF_CPU_MAX_ELEMS);
 	o = json_object_new_object();
 	json_object_object_add(o, "kernel", json_object_new_string(job->kernel));
 	json_object_object_add(o, "pass", json_object_new_string(
@@ -85,7 +87,8 @@ print_plan(const struct ref_job *job)
 	json_object_object_add(o, "dtype",
 	    json_object_new_string(api_dtype_name(job->dtype)));
 	json_object_object_add(o, "scaled", json_object_new_boolean(scaled));
-	json_object_object_add(o, "parameters", job->fam->params(&s));
+	json_object_object_add(o, "parameters", job->lin != NULL ?
+	    job->lin->params(&ls) : job->fam->params(&s));
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	fflush(stdout);

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """test_verify_linear — the families over linear layers (the gated MLPs and
 the losses over a language-model head) get a verdict from a CPU measurement:
-one imported Liger run of each family is verified end to end, its shape
+every speed row of theirs in Liger's data converts, as `kernelindex import
+liger` converts it, to a workload `kernelindex-ref --plan` takes (a loss's
+backward excepted: its gradient is made in the forward pass, and it is
+refused); one imported run of each family is verified end to end, its shape
 halved to the CPU's budget, its outputs checked in float64, and a prediction
-for the run's GPU given, never a CPU/GPU ratio. A loss's backward stays
-unmeasured (its gradient is made in the forward pass).
+for the run's GPU given, never a CPU/GPU ratio.
 
 Environment: KI_DAEMON, KI_CLI and KI_REF (see kitest); KI_SRCDIR for the
 test data (tests/data/verify/liger-rows.csv)."""
+import collections
+import json
 import os
 import subprocess
 import sys
@@ -23,6 +27,7 @@ CLI = os.environ.get('KI_CLI') or os.path.join(BUILD, 'kernelindex')
 REF = os.environ.get('KI_REF') or os.path.join(BUILD, 'kernelindex-ref')
 SRC = os.environ.get('KI_SRCDIR') or os.path.dirname(os.path.dirname(HERE))
 ROWS = os.path.join(SRC, 'tests', 'data', 'verify', 'liger-rows.csv')
+CSV = os.path.join(SRC, 'tests', 'data', 'liger', 'all_benchmark_data.csv')
 PREDICTED = ('WithinPrediction', 'SlowerThanPrediction', 'FasterThanPrediction',
              'FasterThanFloor')
 
@@ -32,6 +37,61 @@ LOSSES = ['fused_linear_cross_entropy', 'fused_linear_jsd',
           'fused_linear_simpo_loss', 'kto_loss',
           'fused_linear_grpo_loss_token', 'fused_linear_grpo_loss_sequence',
           'distill_jsd_loss', 'distill_cosine_loss']
+
+
+# The speed rows of each family in the data.
+SPEED_ROWS = {'swiglu': 8, 'geglu': 24, 'tiled_swiglu': 60, 'tiled_geglu': 60,
+              'fused_linear_cross_entropy': 16, 'fused_linear_jsd': 16,
+              'fused_linear_orpo_loss': 32, 'fused_linear_cpo_loss': 16,
+              'fused_linear_simpo_loss': 16, 'kto_loss': 20,
+              'fused_linear_grpo_loss_token': 24,
+              'fused_linear_grpo_loss_sequence': 24, 'distill_jsd_loss': 16,
+              'distill_cosine_loss': 16}
+
+
+def plan(spec):
+    p = subprocess.run([REF, '--plan'], input=json.dumps({'workload': spec}),
+                       capture_output=True, text=True, timeout=30)
+    return p.returncode, p.stdout
+
+
+@test
+def every_linear_speed_row_converts_to_a_workload_the_reference_takes():
+    p = subprocess.run([CLI, 'import', 'liger', CSV, '--dry-run', '-o',
+                        'ndjson'], capture_output=True, text=True,
+                       timeout=300)
+    eq(p.returncode, 0, 'import --dry-run: ' + p.stderr)
+    rows, specs = collections.Counter(), {}
+    for line in p.stdout.splitlines():
+        b = json.loads(line)
+        spec = b['workload']['spec']
+        if spec['kernel'] not in SPEED_ROWS or \
+                'latencyNs' not in b['run']['spec'].get('timing', {}):
+            continue
+        rows[spec['kernel']] += 1
+        specs[json.dumps(spec, sort_keys=True)] = spec
+    eq(dict(rows), SPEED_ROWS, 'speed rows per family')
+    cov = json.loads(subprocess.run([REF, '--coverage'], capture_output=True,
+                                    text=True, timeout=30).stdout)
+    refused = 0
+    for spec in specs.values():
+        what = json.dumps(spec, sort_keys=True)
+        rc, out = plan(spec)
+        if spec['pass'] == 'backward' and spec['kernel'] in LOSSES:
+            check('backward' not in cov[spec['kernel']], 'not covered: ' + what)
+            eq(rc, 3, 'refused: %s: %s' % (what, out))
+            check('computed in its forward' in out, out)
+            refused += 1
+            continue
+        check(spec['pass'] in cov.get(spec['kernel'], []), 'covered: ' + what)
+        eq(rc, 0, 'planned: %s: %s' % (what, out))
+        got = json.loads(out)
+        eq((got['kernel'], got['pass'], got['dtype']),
+           (spec['kernel'], spec['pass'], spec['dtype']), what)
+        # The data's H 4096 (1024 for KTO) and V 128256 or I 11008/4096
+        # are past the CPU's budgets: always halved.
+        check(got['scaled'] is True and got['parameters'], 'halved: ' + out)
+    check(refused > 0, 'GRPO\'s backward rows are among them')
 
 
 def imported(d):
