@@ -367,6 +367,17 @@ api_admin_token_create(api_ctx *ctx, const char *body, size_t len,
 		fail(r, 422, "Invalid", "role: must be reader, writer or admin");
 		return;
 	}
+	{
+		const char *why = api_token_limits_bad(json_object_get_string(
+		    json_object_object_get(o, "source")), json_object_get_string(
+		    json_object_object_get(o, "prefix")));
+
+		if (why != NULL) {
+			json_object_put(o);
+			fail(r, 422, "Invalid", "%s", why);
+			return;
+		}
+	}
 	rc = api_token_create(ctx->st, role, json_object_get_string(
 	    json_object_object_get(o, "source")), json_object_get_string(
 	    json_object_object_get(o, "prefix")), json_object_get_string(
@@ -494,6 +505,35 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 		    (unsigned long long)ss.log_bytes,
 		    (unsigned long long)ss.checkpoints,
 		    (unsigned long long)ss.recovered);
+	{
+		store_etcd_stats es;
+
+		if (store_etcd_stats_get(ctx->st, &es) == KI_OK)
+			ki_buf_printf(b, "# HELP kernelindex_etcd_requests_total "
+			    "Requests sent to etcd, by kind.\n# TYPE "
+			    "kernelindex_etcd_requests_total counter\n"
+			    "kernelindex_etcd_requests_total{kind=\"range\"} %llu\n"
+			    "kernelindex_etcd_requests_total{kind=\"txn\"} %llu\n"
+			    "# HELP kernelindex_etcd_cache_ready 1 while the watch cache "
+			    "serves reads (0: they go to etcd).\n# TYPE "
+			    "kernelindex_etcd_cache_ready gauge\n"
+			    "kernelindex_etcd_cache_ready %d\n"
+			    "# HELP kernelindex_etcd_cache_revision The etcd revision "
+			    "the watch cache has applied.\n# TYPE "
+			    "kernelindex_etcd_cache_revision gauge\n"
+			    "kernelindex_etcd_cache_revision %lld\n"
+			    "# HELP kernelindex_etcd_cache_loads_total Times the watch "
+			    "cache read the whole keyspace (at start, after a "
+			    "compaction).\n# TYPE kernelindex_etcd_cache_loads_total "
+			    "counter\nkernelindex_etcd_cache_loads_total %llu\n"
+			    "# HELP kernelindex_etcd_cache_keys Keys the watch cache "
+			    "holds.\n# TYPE kernelindex_etcd_cache_keys gauge\n"
+			    "kernelindex_etcd_cache_keys %llu\n",
+			    (unsigned long long)es.ranges, (unsigned long long)es.txns,
+			    es.cache_ready, (long long)es.cache_rev,
+			    (unsigned long long)es.cache_loads,
+			    (unsigned long long)es.cache_keys);
+	}
 	{
 		store_txn *t;
 

@@ -205,6 +205,29 @@ api_may_change_stored(const api_principal *p, const char *kind, int is_run,
 	return 1;
 }
 
+const char *
+api_token_limits_bad(const char *source, const char *prefix)
+{
+	if (source != NULL) {
+		if (strlen(source) > 256)
+			return "source: must be at most 256 bytes, as a run's is";
+		for (const char *c = source; *c != '\0'; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				return "source: must not hold a control character, as "
+				    "no run's does";
+	}
+	if (prefix != NULL) {
+		if (strlen(prefix) > 253)
+			return "prefix: must be at most 253 bytes, as a name is";
+		if (strspn(prefix, "abcdefghijklmnopqrstuvwxyz0123456789-.") !=
+		    strlen(prefix) || prefix[0] == '-' || prefix[0] == '.')
+			return "prefix: must be the start of a lowercase RFC 1123 "
+			    "name (a-z, 0-9, '-', '.', starting with a letter or a "
+			    "digit), as every object's name is";
+	}
+	return NULL;
+}
+
 int
 api_token_create(store *s, int role, const char *source, const char *prefix,
 	const char *description, double now, char secret[64], char id[16])

@@ -51,6 +51,12 @@ int api_may_change_stored(const api_principal *p, const char *kind,
 	int is_run, const char *name, const char *source, size_t source_len,
 	api_status *st);
 
+/* Why a token's limits (either may be NULL) could never match a run or a
+ * name, or NULL when they can: a source holding a control character (the
+ * runs' sources hold none), longer than a run's, a prefix holding a
+ * character no object name holds or not starting as one does. Static. */
+const char *api_token_limits_bad(const char *source, const char *prefix);
+
 /* Creates a token; writes the secret (shown once) into secret and its id
  * into id. Returns 0 or a KI_* code. */
 int api_token_create(store *s, int role, const char *source,

@@ -798,14 +798,17 @@ k_group_norm(struct cm *c, struct terms *t)
  * forward: read x's lower triangle and the weights, write y;
  *   convolution 2·B·C_out·L(L+1)/2·(C_in/groups)·K².
  * backward: read dy's and the saved probabilities' lower triangles,
- *   write dx; twice the convolution's FLOPs.
+ *   write dx; twice the convolution's FLOPs. The weight and bias
+ *   gradients accumulate over do_bench's repetitions (grad_to_none names
+ *   x alone): read and written, with the weights read.
+ *   (C_out·C_in/groups·K² + C_out elements, wb bytes.)
  * full: the lower triangle of x read once.
  * resident: x, dy (made by the harness), y.
  */
 static int
 k_mta(struct cm *c, struct terms *t)
 {
-	double b, cin, cout, l, k, g, s = c->s, tri, xl, y, xfull, fl;
+	double b, cin, cout, l, k, g, s = c->s, tri, xl, y, xfull, fl, wb;
 
 	if (opt(c, P_BATCH, 2, &b) ||
 	    need(c, NAMES("in_channels", "C_in", "channels"), &cin) ||
@@ -819,10 +822,11 @@ k_mta(struct cm *c, struct terms *t)
 	xfull = b * cin * l * l * s;
 	y = b * cout * l * l * s;
 	fl = 2 * b * cout * tri * (cin / g) * k * k;
+	wb = (cout * (cin / g) * k * k + cout) * s;
 	t->fb = xl + y;
 	t->ff = fl;
 	t->fv = 4 * b * cin * tri;
-	t->bb = b * cout * tri * s + xl + xfull;
+	t->bb = b * cout * tri * s + xl + xfull + 3 * wb;
 	t->bf = 2 * fl;
 	t->bv = 4 * b * cin * tri;
 	t->shared = xl;
@@ -834,39 +838,46 @@ k_mta(struct cm *c, struct terms *t)
 
 /*
  * fused_neighborhood_attention — x (B, L, D), q/k/v/out projections
- * (D, D) with biases, n = min(kernel_size, L) neighbours per query.
+ * (D, D) with biases; query i attends to the keys i + m·dilation,
+ * |m| ≤ kernel_size/2, that lie in [0, L) (Liger's mask): P query-key
+ * pairs in all, L·kernel_size less those cut off at the ends.
  * forward: read x and the four projections (4·D²·s + 4·D·s), write the
  *   output; four projections 4 × 2·B·L·D² and the windowed attention
- *   2 × 2·B·L·D·n (scores and the weighted sum).
+ *   2 × 2·B·D·P (scores and the weighted sum).
  * backward: read dy, x and the weights, write dx and the weight and bias
- *   gradients; twice the forward FLOPs.
+ *   gradients; twice the forward FLOPs. The script's do_bench names x
+ *   alone in grad_to_none, so the projections' gradients accumulate over
+ *   the repetitions: each backward also reads the gradient it adds to.
  * full: x and weights read once. resident: x, dy (the harness's), the
  *   weights, y; full adds the weight gradients.
  */
 static int
 k_neighborhood_attention(struct cm *c, struct terms *t)
 {
-	double b, l, d, heads, k, s = c->s, x, w, n, fl;
+	double b, l, d, heads, k, dil, s = c->s, x, w, m, pairs, fl;
 
 	if (opt(c, P_BATCH, 2, &b) || need(c, P_SEQ, &l) ||
 	    need(c, P_HIDDEN, &d) || opt(c, P_HEADS, 1, &heads) ||
-	    opt(c, NAMES("kernel_size", "K"), 7, &k))
+	    opt(c, NAMES("kernel_size", "K"), 7, &k) ||
+	    opt(c, NAMES("dilation"), 1, &dil))
 		return KI_EINVAL;
 	x = b * l * d * s;
 	w = 4 * d * d * s + 4 * d * s;
-	n = k < l ? k : l;
-	fl = 8 * b * l * d * d + 4 * b * l * d * n;
+	/* Offsets m = 1…M on each side reach l - m·dil queries. */
+	m = fmin(floor(k / 2), ceil(l / dil) - 1);
+	pairs = l + 2 * (m * l - dil * m * (m + 1) / 2);
+	fl = 8 * b * l * d * d + 4 * b * d * pairs;
 	t->fb = x + w + x;
 	t->ff = fl;
-	t->fv = 5 * b * heads * l * n;
-	t->bb = x + x + w + x + w;
+	t->fv = 5 * b * heads * pairs;
+	t->bb = x + x + w + x + w + w;
 	t->bf = 2 * fl;
-	t->bv = 5 * b * heads * l * n;
+	t->bv = 5 * b * heads * pairs;
 	t->shared = x + w;
 	t->rf = t->rb = x + x + w + x;
 	t->rfull = t->rf + w;
 	c->out->model = "fused_neighborhood_attention: 2·B·L·D·s + 4·D²·s, "
-	    "8·B·L·D² + 4·B·L·D·n FLOPs";
+	    "8·B·L·D² + 4·B·D·P FLOPs (P query-key pairs)";
 	return KI_OK;
 }
 

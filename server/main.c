@@ -228,9 +228,14 @@ token_command(const ki_config *cfg, int argc, char **argv)
 	if (strcmp(argv[0], "create") == 0) {
 		char secret[64], id[16];
 
+		const char *why = api_token_limits_bad(source, prefix);
+
 		if (api_role_parse(role) == API_ROLE_NONE) {
 			fprintf(stderr, "kernelindexd token create: --role must be "
 			    "reader, writer or admin\n");
+			rc = KI_EINVAL;
+		} else if (why != NULL) {
+			fprintf(stderr, "kernelindexd token create: %s\n", why);
 			rc = KI_EINVAL;
 		} else {
 			rc = api_token_create(st, api_role_parse(role), source, prefix,

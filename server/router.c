@@ -922,6 +922,28 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 
 /* /admin/tokens (GET list, POST create) and /admin/tokens/ID (DELETE):
  * admins only. The secret is in the create answer and nowhere else. */
+/* The admin endpoints are not Kubernetes resources: a query parameter
+ * (a dryRun believed honoured while a real token is made), or a body
+ * where none is read, is refused rather than passed over. Returns 0, or
+ * -1 with r filled (400). */
+static int
+admin_plain(const http_req *req, int body_read, api_resp *r)
+{
+	const char *name;
+
+	if (req->arg_names != NULL && req->arg_names(req->cls, &name, 1) > 0) {
+		api_resp_fail(r, 400, "BadRequest", name, "%s takes no query "
+		    "parameter, not \"%.64s\"", req->path, name);
+		return -1;
+	}
+	if (!body_read && req->body_len > 0) {
+		fail(r, 400, "BadRequest", "%s %s takes no body", req->method,
+		    req->path);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 admin_tokens(router *rt, const http_req *req, const char *rest,
 	api_resp *r)
@@ -932,6 +954,9 @@ admin_tokens(router *rt, const http_req *req, const char *rest,
 		    "Unauthorized", "managing tokens needs an admin token");
 		return;
 	}
+	if (admin_plain(req, *rest == '\0' && strcmp(req->method, "POST") == 0,
+	    r) != 0)
+		return;
 	if (*rest == '\0' && strcmp(req->method, "GET") == 0) {
 		api_admin_token_list(rt->api, r);
 		return;
@@ -959,6 +984,8 @@ admin_backup(router *rt, const http_req *req, api_resp *r)
 		    "Unauthorized", "backups need an admin token");
 		return;
 	}
+	if (admin_plain(req, 1, r) != 0)
+		return;
 	if (strcmp(req->method, "POST") != 0) {
 		method_not_allowed(r, req->method, "POST");
 		return;

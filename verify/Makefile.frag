@@ -10,7 +10,9 @@
 bin_PROGRAMS += kernelindex-ref
 kernelindex_ref_SOURCES = verify/ref.h verify/ref_main.c \
 	verify/ref_json.c verify/ref_cpu.c verify/lin.h verify/lin_defs.c \
-	verify/lin_cpu.c verify/lin_math.inc
+	verify/lin_cpu.c verify/lin_math.inc verify/fam_attn.c \
+	verify/fam_attn.inc verify/fam_moe.c verify/fam_moe.inc \
+	verify/fam_gemm.inc
 if HAVE_NVCC
 kernelindex_ref_SOURCES += verify/ref_cuda.cu
 kernelindex_ref_LINK = $(NVCC) $(NVCC_ARCH) -o $@

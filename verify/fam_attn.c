@@ -9,7 +9,15 @@
  * scripts time (benchmark_multi_token_attention.py,
  * benchmark_sparse_multi_token_attention.py,
  * benchmark_fused_neighborhood_attention.py): backward computes the
- * input's and the parameters' gradients, as y.backward(dy) does there. */
+ * input's and the parameters' gradients, as y.backward(dy) does there.
+ *
+ * Timing contract (those scripts): do_bench(rep=100) with grad_to_none
+ * [x]; forward is the module's call; backward is y.backward(dy,
+ * retain_graph=True) on one forward's graph, dy = randn_like(x) made
+ * once before; full is the call then y.backward(dy). The parameters'
+ * gradients are not in grad_to_none, so on the GPU they accumulate over
+ * the repetitions (read and written; the cost model counts it); the
+ * reference writes them afresh each repetition, as its check needs. */
 #include "verify/family.h"
 
 #include <json-c/json.h>
@@ -17,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "verify/ref.h"
 
@@ -424,11 +433,42 @@ fam_attn_find(const char *kernel)
 }
 
 double
-fam_flops(const struct family *f, const struct fam_shape *s)
+fam_attn_flops(const struct family *f, const struct fam_shape *s)
 {
 	if (f == &attn[0] || f == &attn[1])
 		return flops_mta(s);
 	if (f == &attn[2])
 		return flops_na(s);
-	return fam_moe_flops(f, s);
+	return 0;
+}
+
+/* The rate of the attention and MoE kernels' matrix product (mm_nn_f,
+ * blocked, fp32) on a 128 × 128 × 128 product, the median of seven:
+ * what their FLOP floor is measured against, as the copy rate is for
+ * their bytes. 0 when it cannot be measured. */
+double
+fam_x_matmul_rate(void)
+{
+	const int64_t n = 128;
+	float *m = malloc((size_t)(3 * n * n) * sizeof(float));
+	double t[7], p50 = 0, p20, p80;
+	struct timespec t0, t1;
+	int64_t i;
+	int k;
+
+	if (m == NULL)
+		return 0;
+	for (i = 0; i < 3 * n * n; i++)
+		m[i] = (float)(i % 7) * 0.25f;
+	for (k = 0; k < 7; k++) {
+		memset(m + 2 * n * n, 0, (size_t)(n * n) * sizeof(float));
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		mm_nn_f(n, n, n, m, n, m + n * n, n, m + 2 * n * n, n);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		t[k] = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	}
+	ref_stats(t, 7, &p50, &p20, &p80);
+	free(m);
+	return p50 > 0 ? 2.0 * (double)(n * n * n) / p50 : 0;
 }

@@ -292,6 +292,12 @@ total_elems(const struct fam_shape *s)
 	return t;
 }
 
+double
+fam_flops(const struct family *f, const struct fam_shape *s)
+{
+	return fam_attn_flops(f, s) + fam_moe_flops(f, s);
+}
+
 /* Reduces the shape until its tensors fit max_elems; 1 when reduced. */
 int
 fam_fit(const struct family *f, struct fam_shape *s, double max_elems)
@@ -381,6 +387,9 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	rc = ref_cpu_bench(job, fcpu_pass_job, &cj, r, err, errlen);
 	if (rc != KI_OK)
 		goto out;
+	/* Matrix-bound families: their floor may be FLOPs at this rate. */
+	if (fam_flops(job->fam, &s) > 0)
+		r->matmul_rate = fam_x_matmul_rate();
 
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);

@@ -7,7 +7,15 @@
  * (_make_moe_inputs). backward computes the gradients of x, both expert
  * weight tensors (dense: experts no token chose get zeros) and the
  * routing weights, as y.backward(dy) does there. The whole batch is one
- * "row": the experts' weights are shared by every token. */
+ * "row": the experts' weights are shared by every token.
+ *
+ * Timing contract (utils.run_speed_benchmark): do_bench(rep=10) with
+ * grad_to_none [x, gate_up, down, top_k_weights]; forward is the call;
+ * backward is y.backward(dy, retain_graph=True), dy = randn_like(y) made
+ * once; full is the call then y.backward(randn_like(y)), the upstream
+ * gradient drawn inside the timed region (harness work the reference
+ * leaves out: it reads a dy made before). Every gradient is written
+ * afresh each repetition, as the reference does. */
 #include "verify/family.h"
 
 #include <json-c/json.h>

@@ -102,9 +102,14 @@ const struct family *fam_moe_find(const char *kernel);
 /* The matrix FLOPs of the full pass (forward + backward) of shape s of
  * family f where the family is bound by them (attention, MoE), else 0:
  * fam_fit also halves a shape while they exceed REF_CPU_MAX_FLOPS.
- * fam_moe_flops answers for fused_moe alone. */
+ * (fam_cpu.c: fam_attn_flops answers for the attention families,
+ * fam_moe_flops for fused_moe, each 0 for any other.) */
 double fam_flops(const struct family *f, const struct fam_shape *s);
+double fam_attn_flops(const struct family *f, const struct fam_shape *s);
 double fam_moe_flops(const struct family *f, const struct fam_shape *s);
+/* The FLOPs per second of those families' fp32 matrix product on the
+ * CPU, measured now (fam_attn.c); 0 when it cannot be measured. */
+double fam_x_matmul_rate(void);
 
 /* The first of names (NULL-terminated) in p as a positive integer: 1,
  * 0 when absent, -1 when present but not one (fam_attn.c). */

@@ -2,7 +2,8 @@
  * measures the workload with the reference kernel (CUDA when a device is
  * usable and allowed, else the CPU), writes one JSON result on stdout.
  * With --list-devices, prints the host's GPUs (verify/devices.c);
- * with --coverage, the kernel families and passes it measures. */
+ * with --coverage, the kernel families and passes it measures; with
+ * --plan, the shape a request would run on the CPU, without measuring. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,35 @@ print_coverage(void)
 	return 0;
 }
 
+/* --plan: the shape a family of family.h (row-wise, attention, MoE)
+ * would run on the CPU, without measuring: {"kernel", "pass", "dtype",
+ * "scaled", "parameters"} on out. Returns the exit status. */
+static int
+print_plan(const struct ref_job *job)
+{
+	struct fam_shape s = job->shape;
+	struct json_object *o;
+	int scaled;
+
+	if (job->fam == NULL)
+		return fail("--plan: the embedding and the families over linear "
+		    "layers have no plan output", 3);
+	scaled = fam_fit(job->fam, &s, REF_CPU_MAX_ELEMS);
+	o = json_object_new_object();
+	json_object_object_add(o, "kernel", json_object_new_string(job->kernel));
+	json_object_object_add(o, "pass", json_object_new_string(
+	    job->asked == REF_FORWARD ? "forward" : job->asked == REF_BACKWARD ?
+	    "backward" : "full"));
+	json_object_object_add(o, "dtype",
+	    json_object_new_string(api_dtype_name(job->dtype)));
+	json_object_object_add(o, "scaled", json_object_new_boolean(scaled));
+	json_object_object_add(o, "parameters", job->fam->params(&s));
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	fflush(stdout);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -77,9 +107,9 @@ main(int argc, char **argv)
 		return ref_list_devices();
 	if (argc == 2 && strcmp(argv[1], "--coverage") == 0)
 		return print_coverage();
-	if (argc > 1) {
-		fputs("usage: kernelindex-ref [--list-devices | --coverage] "
-		    "<request.json\n", stderr);
+	if (argc > 1 && (argc > 2 || strcmp(argv[1], "--plan") != 0)) {
+		fputs("usage: kernelindex-ref [--list-devices | --coverage | "
+		    "--plan] <request.json\n", stderr);
 		return 2;
 	}
 	memset(&r, 0, sizeof(r));
@@ -106,9 +136,20 @@ main(int argc, char **argv)
 		    rc == KI_ELIMIT ? 5 : 2);
 		goto done;
 	}
+	if (argc == 2) {
+		status = print_plan(&job);
+		goto done;
+	}
 	/* Simulated devices measure on the CPU. */
 	if (ref_sim_active())
 		job.backend = REF_CPU;
+	if (job.backend == REF_CUDA && job.fam != NULL &&
+	    (fam_attn_find(job.kernel) != NULL ||
+	    fam_moe_find(job.kernel) != NULL)) {
+		status = fail("the CUDA backend has no implementation of this "
+		    "family yet (the CPU backend has)", 3);
+		goto done;
+	}
 	if (job.backend == REF_CUDA && job.lin != NULL) {
 		status = fail("the CUDA backend has no implementation of this "
 		    "family yet (the CPU backend has)", 3);

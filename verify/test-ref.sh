@@ -141,6 +141,10 @@ out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"i
 expect "moe, topk above experts" 2 'topk' "$out" $rc
 out=$(fam fused_moe forward float32 cpu '{"tokens":32,"experts":4,"hidden":64,"topk":2}' | "$REF"); rc=$?
 expect "moe, no intermediate" 2 'parameters.intermediate' "$out" $rc
+out=$(fam multi_token_attention forward float32 cuda '{"in_channels":2,"seq":16,"kernel_size":3}' | "$REF"); rc=$?
+expect "cuda: no kernel for multi_token_attention yet" 3 'no implementation of this family yet' "$out" $rc
+out=$(fam fused_moe full bfloat16 cuda '{"tokens":32,"experts":4,"hidden":64,"intermediate":32,"topk":2}' | "$REF"); rc=$?
+expect "cuda: no kernel for fused_moe yet" 3 'no implementation of this family yet' "$out" $rc
 
 # The families over linear layers (CPU only): every pass the table covers,
 # each dtype, at small shapes no block of the matmul engine divides,

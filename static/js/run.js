@@ -104,6 +104,10 @@ const REFERENCE_COVERAGE = {
   fused_linear_grpo_loss_sequence: ['forward', 'full'],
   distill_jsd_loss: ['forward', 'full'],
   distill_cosine_loss: ['forward', 'full'],
+  multi_token_attention: ['forward', 'backward', 'full'],
+  sparse_multi_token_attention: ['forward', 'backward', 'full'],
+  fused_neighborhood_attention: ['forward', 'backward', 'full'],
+  fused_moe: ['forward', 'backward', 'full'],
 };
 
 /* Whether a reference measurement of the run can be asked for. */

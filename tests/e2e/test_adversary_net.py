@@ -32,7 +32,10 @@ double holds exactly (9007199254740993) is 422, not stored rounded.
 Access reviews agree with the writes for limited tokens: a
 source-limited token may not update or delete shared objects (asked with
 no name, or one not stored), and a limited token's rules list no
-Threshold write and are marked incomplete."""
+Threshold write and are marked incomplete. The admin endpoints refuse a
+query parameter (POST /admin/tokens?dryRun=All made a real token) and a
+body where none is read, and a token's source or prefix that could never
+match a run or a name."""
 import json
 import os
 import socket
@@ -579,6 +582,57 @@ def access_reviews_agree_with_the_writes_of_limited_tokens():
     st, got = rules(writer)
     eq(st.get('incomplete'), False, 'a writer\'s rules are complete')
     check('delete' in got.get('thresholds', set()), 'writer: %r' % got)
+
+
+@test
+def admin_endpoints_refuse_what_they_do_not_read():
+    """POST /admin/tokens?dryRun=All made a real token (the parameter
+    was passed over); a DELETE's body was passed over; a token limited to
+    a source holding a control character, or to a prefix no name can
+    start with, was made though it could never write anything."""
+    data = kitest.tempdir('kitest-advnet-')
+    admin = make_token(data, 'create', '--role', 'admin')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    a = {'Authorization': 'Bearer ' + admin}
+
+    def count():
+        r = d.get('/admin/tokens', headers=a)
+        eq(r.status, 200, 'token list: %r' % r)
+        return len(r.json()['items'])
+
+    n = count()
+    reader = {'role': 'reader'}
+    st = kitest.status_of(d.post('/admin/tokens?dryRun=All', reader,
+                                 headers=a), 400, 'BadRequest')
+    check('dryRun' in st['message'], 'names it: %r' % st)
+    kitest.status_of(d.get('/admin/tokens?limit=1', headers=a), 400,
+                     'BadRequest')
+    kitest.status_of(d.post('/admin/backup?force=1', {}, headers=a), 400,
+                     'BadRequest')
+    for body, what in (({'role': 'writer', 'source': 'a\u001fb'}, 'source'),
+                       ({'role': 'writer', 'source': 's' * 257}, 'source'),
+                       ({'role': 'writer', 'prefix': 'Team_'}, 'prefix'),
+                       ({'role': 'writer', 'prefix': '-x'}, 'prefix')):
+        st = kitest.status_of(d.post('/admin/tokens', body, headers=a), 422,
+                              'Invalid')
+        check(st['message'].startswith(what), '%r: %r' % (body, st))
+    eq(count(), n, 'no token made')
+    r = d.post('/admin/tokens', reader, headers=a)
+    eq(r.status, 201, 'a sound create')
+    tid = r.json()['id']
+    kitest.status_of(d.request('DELETE', '/admin/tokens/' + tid,
+                               body={'really': True}, headers=a), 400,
+                     'BadRequest')
+    eq(count(), n + 1, 'not revoked by a DELETE with a body')
+    eq(d.request('DELETE', '/admin/tokens/' + tid, headers=a).status, 200,
+       'revoked')
+    # The command line refuses them too.
+    p = subprocess.run([kitest.daemon_path(), '--data-dir',
+                        kitest.tempdir('kitest-advnet-'), 'token', 'create',
+                        '--role', 'writer', '--prefix', 'Team_'],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode != 0 and 'prefix' in p.stderr,
+          'token create --prefix Team_: %r' % (p.stderr,))
 
 
 if __name__ == '__main__':

@@ -207,6 +207,37 @@ test_fused_moe(void)
 	    128.0 * 3 * 768 * 2048 * 2 + 8192.0 * 8 * 6, 1);
 }
 
+/* fused_neighborhood_attention counts the query-key pairs its window
+ * reaches: L = 8, kernel 7, dilation 2 gives offsets 0, ±2, ±4, ±6,
+ * reaching 8 + 2·(6 + 4 + 2) = 32 pairs, not 8·7 = 56; B = 1, D = 4:
+ * forward FLOPs 8·8·4² + 4·4·32 = 1536. At dilation 1 and L = 4096 the
+ * 7-wide window loses 2·(1 + 2 + 3) = 12 pairs at the ends. */
+static void
+test_neighborhood_pairs(void)
+{
+	api_cost c;
+
+	CU_ASSERT_EQUAL(est("fused_neighborhood_attention", "forward",
+	    "float32", "{\"batch\":1,\"seq\":8,\"hidden\":4,"
+	    "\"kernel_size\":7,\"dilation\":2}", &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 1536.0, 0);
+	CU_ASSERT_EQUAL(est("fused_neighborhood_attention", "forward",
+	    "float32", "{\"batch\":2,\"seq\":4096,\"hidden\":512,"
+	    "\"heads\":8,\"kernel_size\":7,\"dilation\":1}", &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 8.0 * 2 * 4096 * 512 * 512 +
+	    4.0 * 2 * 512 * (7 * 4096 - 12), 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.vector_flops, 5.0 * 2 * 8 * (7 * 4096 - 12),
+	    0);
+	/* backward: dy, x and the weights read, dx written, and the weight
+	 * gradients, which accumulate over do_bench's repetitions (x alone is
+	 * in grad_to_none), read and written: 3·B·L·D·4 + 3·(4·D² + 4·D)·4. */
+	CU_ASSERT_EQUAL(est("fused_neighborhood_attention", "backward",
+	    "float32", "{\"batch\":2,\"seq\":4096,\"hidden\":512,"
+	    "\"heads\":8}", &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3.0 * 2 * 4096 * 512 * 4 +
+	    3.0 * (4 * 512 * 512 + 4 * 512) * 4, 0);
+}
+
 static void
 test_errors(void)
 {
@@ -587,6 +618,8 @@ test_costmodel_register(void)
 	    CU_add_test(s, "megatron backward = full",
 	    test_megatron_backward_is_full) == NULL ||
 	    CU_add_test(s, "fused moe", test_fused_moe) == NULL ||
+	    CU_add_test(s, "neighborhood attention's pairs",
+	    test_neighborhood_pairs) == NULL ||
 	    CU_add_test(s, "errors", test_errors) == NULL ||
 	    CU_add_test(s, "kernel list", test_kernel_list) == NULL ||
 	    CU_add_test(s, "all Liger rows vs their floor", test_csv_rows) ==
