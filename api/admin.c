@@ -506,6 +506,35 @@ api_metrics(api_ctx *ctx, ki_buf *b)
 		    (unsigned long long)ss.checkpoints,
 		    (unsigned long long)ss.recovered);
 	{
+		store_etcd_stats es;
+
+		if (store_etcd_stats_get(ctx->st, &es) == KI_OK)
+			ki_buf_printf(b, "# HELP kernelindex_etcd_requests_total "
+			    "Requests sent to etcd, by kind.\n# TYPE "
+			    "kernelindex_etcd_requests_total counter\n"
+			    "kernelindex_etcd_requests_total{kind=\"range\"} %llu\n"
+			    "kernelindex_etcd_requests_total{kind=\"txn\"} %llu\n"
+			    "# HELP kernelindex_etcd_cache_ready 1 while the watch cache "
+			    "serves reads (0: they go to etcd).\n# TYPE "
+			    "kernelindex_etcd_cache_ready gauge\n"
+			    "kernelindex_etcd_cache_ready %d\n"
+			    "# HELP kernelindex_etcd_cache_revision The etcd revision "
+			    "the watch cache has applied.\n# TYPE "
+			    "kernelindex_etcd_cache_revision gauge\n"
+			    "kernelindex_etcd_cache_revision %lld\n"
+			    "# HELP kernelindex_etcd_cache_loads_total Times the watch "
+			    "cache read the whole keyspace (at start, after a "
+			    "compaction).\n# TYPE kernelindex_etcd_cache_loads_total "
+			    "counter\nkernelindex_etcd_cache_loads_total %llu\n"
+			    "# HELP kernelindex_etcd_cache_keys Keys the watch cache "
+			    "holds.\n# TYPE kernelindex_etcd_cache_keys gauge\n"
+			    "kernelindex_etcd_cache_keys %llu\n",
+			    (unsigned long long)es.ranges, (unsigned long long)es.txns,
+			    es.cache_ready, (long long)es.cache_rev,
+			    (unsigned long long)es.cache_loads,
+			    (unsigned long long)es.cache_keys);
+	}
+	{
 		store_txn *t;
 
 		if (store_begin(ctx->st, 0, &t) == KI_OK) {

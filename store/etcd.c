@@ -526,11 +526,12 @@ et_token_get(store_txn *t, const uint8_t hash[STORE_DIGEST_LEN],
 {
 	char key[128];
 	size_t n = et_key(es(t), key, 't', hash, STORE_DIGEST_LEN);
-	int fresh = !t->top->observed, c;
-	int rc = et_get(t, key, n, value, len);
+	int c, rc = et_get(t, key, n, value, len);
 
-	/* A token made through another daemon works at once. */
-	if ((c = recheck(t, fresh, rc)) == 1)
+	/* A token made through another daemon works at once, even after
+	 * other reads of the transaction (an authentication reads the
+	 * token count first, which says only whether any exists). */
+	if ((c = recheck(t, 1, rc)) == 1)
 		rc = et_get(t, key, n, value, len);
 	return c < 0 ? c : rc;
 }

@@ -23,19 +23,6 @@ on_body(char *p, size_t size, size_t n, void *arg)
 }
 
 int
-et_b64(ki_buf *b, const void *p, size_t n)
-{
-	size_t need = 4 * ((n + 2) / 3) + 3;
-
-	if (ki_buf_putc(b, '"') != KI_OK || ki_buf_reserve(b, need) != KI_OK)
-		return KI_ENOMEM;
-	b->len += (size_t)EVP_EncodeBlock((unsigned char *)b->data + b->len,
-	    p, (int)n);
-	b->data[b->len] = '\0';
-	return ki_buf_putc(b, '"');
-}
-
-int
 et_unb64(json_object *o, const char *name, char **out, size_t *len)
 {
 	json_object *v;

@@ -126,15 +126,6 @@ et_rec_decode(const char *p, size_t n, store_obj *o)
 	return KI_OK;
 }
 
-size_t
-et_id_key(et_store *e, char *buf, uint64_t id)
-{
-	uint8_t b[8];
-
-	et_put_be64(b, id);
-	return et_key(e, buf, 'o', b, 8);
-}
-
 int
 et_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
 {
