@@ -7,11 +7,14 @@
 #define FWD_FULL (REF_PASS_FORWARD | REF_PASS_FULL)
 
 /* Liger computes a loss's input gradient during the forward pass; its
- * "backward" then scales a stored tensor by an upstream gradient of 1 and
- * does no work a reference could time against. */
-static const char LOSS_BWD[] = "the backward of a loss whose gradient is "
-	"computed in its forward pass does no work a reference can time "
-	"(its floor is zero bytes)";
+ * "backward" scales the stored gradients by the upstream gradient (a random
+ * scalar in Liger's scripts) and, where the script made the input through
+ * a softmax or log_softmax, runs that operation's backward: work the
+ * reference program does not implement yet. */
+static const char LOSS_BWD[] = "the reference program does not implement "
+	"the backward of a loss whose gradient is computed in its forward pass "
+	"(scaling the stored gradients by the upstream gradient, and the "
+	"backward of how the script made the input)";
 
 static const struct ref_cover table[] = {
 	{ "embedding", ALL, NULL },
