@@ -799,6 +799,71 @@ test_data_random_flips(void)
 	free(work);
 }
 
+/* Each page of a compacted data file zeroed in turn (a sector lost), each
+ * trial in a child process: store_verify (fsck) reports the damage, or
+ * the open refuses the file; neither may abort the process, as LMDB's
+ * cursors do when they step onto such a page. */
+static void
+test_data_zeroed_pages(void)
+{
+	enum { PSIZE = 4096 };   /* LMDB's page: the system's */
+	char *pristine = tests_tmpdir(), *work = tests_tmpdir(), path[512];
+	static uint8_t zero[PSIZE];
+	uint64_t npages;
+	int outcome[5] = { 0 };   /* reported, missed, open refused, error,
+	                           * crashed */
+	struct stat st;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(pristine);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(work);
+	CU_ASSERT_EQUAL_FATAL(data_store(pristine), KI_OK);
+	snprintf(path, sizeof(path), "%s/data.mdb", pristine);
+	CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+	npages = (uint64_t)st.st_size / PSIZE;
+	CU_ASSERT_FATAL(npages > 8);
+	snprintf(path, sizeof(path), "%s/data.mdb", work);
+	for (uint64_t pg = 2; pg < npages; pg++) {
+		pid_t pid;
+		int status, fd;
+
+		CU_ASSERT_EQUAL_FATAL(copy_store(pristine, work), 0);
+		fd = open(path, O_RDWR);
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(pwrite(fd, zero, PSIZE, (off_t)(pg * PSIZE)),
+		    PSIZE);
+		close(fd);
+		fflush(NULL);
+		if ((pid = fork()) == 0) {
+			store_options o = iopts();
+			store_verify_stats vs;
+			store *s;
+			int rc;
+
+			if (iopen(&s, work, &o) != KI_OK)
+				_exit(2);
+			rc = store_verify(s, 0, NULL, NULL, NULL, &vs);
+			store_close(s);
+			_exit(rc != KI_OK ? 3 : vs.problems > 0 ? 0 : 1);
+		}
+		CU_ASSERT_FATAL(pid > 0);
+		CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+		if (WIFEXITED(status) && WEXITSTATUS(status) <= 3)
+			outcome[WEXITSTATUS(status)]++;
+		else
+			outcome[4]++;
+	}
+	fprintf(stderr, "\n  %llu pages zeroed in turn: %d reported by fsck, "
+	    "%d missed, %d refused at open, %d fsck errors, %d crashed\n",
+	    (unsigned long long)(npages - 2), outcome[0], outcome[1],
+	    outcome[2], outcome[3], outcome[4]);
+	CU_ASSERT_EQUAL(outcome[1], 0);
+	CU_ASSERT_EQUAL(outcome[4], 0);
+	tests_rmdir(pristine);
+	tests_rmdir(work);
+	free(pristine);
+	free(work);
+}
+
 int
 test_store_integrity_register(void)
 {
@@ -818,7 +883,9 @@ test_store_integrity_register(void)
 	    CU_add_test(s, "a damaged record is refused, never served, and "
 	    "store_verify reports it", test_data_record_flips) == NULL ||
 	    CU_add_test(s, "random bytes of the data file flipped: nothing "
-	    "wrong is served", test_data_random_flips) == NULL)
+	    "wrong is served", test_data_random_flips) == NULL ||
+	    CU_add_test(s, "a zeroed page of the data file is reported by "
+	    "fsck, not an abort", test_data_zeroed_pages) == NULL)
 		return -1;
 	return 0;
 }
