@@ -162,14 +162,19 @@ out:
 }
 
 /* Walks the free and main tables (and through the main one every named
- * table) of the snapshot of txn: KI_OK, or KI_ECORRUPT with the first
- * damaged page in *bad. */
+ * table) of the newest snapshot, held by a read transaction of its own
+ * while it walks (a daemon may be writing): KI_OK, or KI_ECORRUPT with the
+ * first damaged page in *bad. The snapshot's roots are in the meta page
+ * carrying its transaction; while commits overwrite both meta pages
+ * between the transaction's start and their reading, it tries again
+ * (and, after 1,000 tries, walks nothing). */
 static int
-pw_walk(store *s, MDB_txn *txn, uint64_t *bad)
+pw_walk(store *s, uint64_t *bad)
 {
 	MDB_stat st;
+	MDB_txn *rt = NULL;
 	uint8_t *meta[2] = { NULL, NULL };
-	const uint8_t *m;
+	const uint8_t *m = NULL;
 	pwalk w;
 	int rc = KI_ENOMEM;
 
@@ -181,14 +186,27 @@ pw_walk(store *s, MDB_txn *txn, uint64_t *bad)
 	if ((meta[0] = malloc(w.psize)) == NULL ||
 	    (meta[1] = malloc(w.psize)) == NULL)
 		goto out;
-	rc = KI_EIO;
-	if (pread(w.fd, meta[0], w.psize, 0) != (ssize_t)w.psize ||
-	    pread(w.fd, meta[1], w.psize, (off_t)w.psize) != (ssize_t)w.psize)
-		goto out;
-	/* The snapshot's meta page: the one of txn's transaction. */
-	m = pw64(meta[1] + 16 + 128) == mdb_txn_id(txn) ? meta[1] : meta[0];
-	w.npages = pw64(m + 16 + 120) + 1;
+	for (int tries = 0; m == NULL && tries < 1000; tries++) {
+		if (rt != NULL)
+			mdb_txn_abort(rt);
+		if ((rc = lm_map_rc(mdb_txn_begin(s->env, NULL, MDB_RDONLY,
+		    &rt))) != KI_OK) {
+			rt = NULL;
+			goto out;
+		}
+		rc = KI_EIO;
+		if (pread(w.fd, meta[0], w.psize, 0) != (ssize_t)w.psize ||
+		    pread(w.fd, meta[1], w.psize, (off_t)w.psize) !=
+		    (ssize_t)w.psize)
+			goto out;
+		for (int i = 0; i < 2; i++)
+			if (pw64(meta[i] + 16 + 128) == mdb_txn_id(rt))
+				m = meta[i];
+	}
 	rc = KI_OK;
+	if (m == NULL)
+		goto out;
+	w.npages = pw64(m + 16 + 120) + 1;
 	for (int db = 0; db < 2 && rc == KI_OK; db++) {
 		uint64_t root = pw64(m + 16 + 24 + 48 * db + 40);
 
@@ -197,6 +215,8 @@ pw_walk(store *s, MDB_txn *txn, uint64_t *bad)
 	}
 	*bad = w.bad;
 out:
+	if (rt != NULL)
+		mdb_txn_abort(rt);
 	free(meta[0]);
 	free(meta[1]);
 	return rc;
@@ -277,7 +297,7 @@ lm_verify(store *s, int repair, store_check_fn check,
 		return KI_EBUSY;
 	if ((rc = store_begin(s, repair, &v.t)) != KI_OK)
 		return rc;
-	if ((rc = pw_walk(s, v.t->txn, &bad)) == KI_ECORRUPT) {
+	if ((rc = pw_walk(s, &bad)) == KI_ECORRUPT) {
 		/* A cursor reaching that page would abort the process. */
 		lm_slog(s, STORE_LOG_ERROR, "store: page %llu of %s/data.mdb "
 		    "is damaged (its header is not that of the page its "
