@@ -98,25 +98,28 @@ pw_data(pwalk *w, const uint8_t *pg, const uint8_t *node, int depth)
 	uint16_t flags = pw16(node + 4), ksize = pw16(node + 6);
 	uint32_t dsize = pw16(node) | (uint32_t)pw16(node + 2) << 16;
 	const uint8_t *data = node + 8 + ksize;
-	uint8_t *ov;
-	int rc = 0;
+	uint8_t *ov = NULL;
+	int rc = -1;
 
 	if (flags & PW_BIG) {
 		if (data + 8 > pg + w->psize || (ov = malloc(w->psize)) == NULL)
-			return -1;
+			goto out;
 		if (pw_read(w, pw64(data), ov) != 0 ||
-		    !(pw16(ov + 10) & PW_OVERFLOW)) {
+		    !(pw16(ov + 10) & PW_OVERFLOW))
 			w->bad = pw64(data);
-			rc = -1;
-		}
-		free(ov);
-		return rc;
+		else
+			rc = 0;
+	} else if (data + dsize > pg + w->psize ||
+	    ((flags & PW_SUB) && dsize < 48)) {
+		goto out;
+	} else if ((flags & PW_SUB) && pw64(data + 40) != UINT64_MAX) {
+		rc = pw_tree(w, pw64(data + 40), depth + 1);
+	} else {
+		rc = 0;   /* inline data, or an inline page of duplicates */
 	}
-	if (data + dsize > pg + w->psize)
-		return -1;
-	if ((flags & PW_SUB) && dsize >= 48 && pw64(data + 40) != UINT64_MAX)
-		return pw_tree(w, pw64(data + 40), depth + 1);
-	return (flags & PW_SUB) && dsize < 48 ? -1 : 0;
+out:
+	free(ov);
+	return rc;
 }
 
 static int
