@@ -513,6 +513,22 @@ replay_one(void *arg, uint64_t txnid, const uint8_t *p, size_t len)
 
 #define CONVERT_DIGESTS 200000
 
+/* LMDB aborts the process when a page it reads is not what its tree says
+ * (a damaged data file: a zeroed or overwritten page); that cannot be
+ * turned into an error, but the operator is told what happened and what
+ * to do before the abort, instead of only LMDB's assertion text. */
+static void
+on_lmdb_assert(MDB_env *env, const char *msg)
+{
+	const store *s = mdb_env_get_userctx(env);
+
+	if (s != NULL)
+		lm_slog(s, STORE_LOG_ERROR, "the store's data file %s/data.mdb "
+		    "is damaged (LMDB: %s); the daemon stops: run "
+		    "`kernelindexd --data-dir DIR fsck` and restore the store "
+		    "from a backup", s->dir, msg);
+}
+
 static int
 env_open(store *s, const char *dir, uint64_t map_size)
 {
@@ -520,6 +536,8 @@ env_open(store *s, const char *dir, uint64_t map_size)
 
 	if ((rc = mdb_env_create(&s->env)) != 0)
 		return rc;
+	(void)mdb_env_set_userctx(s->env, s);
+	(void)mdb_env_set_assert(s->env, on_lmdb_assert);
 	if ((rc = mdb_env_set_maxdbs(s->env, 24)) != 0 ||
 	    (rc = mdb_env_set_mapsize(s->env, (size_t)map_size)) != 0 ||
 	    (rc = mdb_env_set_maxreaders(s->env, 512)) != 0 ||
