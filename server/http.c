@@ -995,6 +995,24 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		if (rq->stream == NULL)
 			goto answer;
 	}
+	/* A chunked body's trailer section is read by no one here, and
+	 * libmicrohttpd 0.9.75 ends it at a line starting with ':' (the lines
+	 * after it then run as another request, which a proxy in front reads
+	 * as trailers) or a bare LF, unseen: a request with trailers is
+	 * refused whole and its connection closed. A streamed upload keeps
+	 * the chunks it wrote before the body ended, as when its client goes
+	 * away. */
+	if (MHD_get_connection_values(c, MHD_FOOTER_KIND, NULL, NULL) > 0) {
+		api_stream_free(rq->stream);
+		rq->stream = NULL;
+		api_resp_free(rp);
+		api_resp_init(rp);
+		api_resp_fail(rp, 400, "BadRequest", NULL, "the chunked body "
+		    "ends with a trailer section, which is not read: send the "
+		    "fields as headers");
+		close_after = 1;
+		goto answer;
+	}
 	if (rq->stream != NULL) {
 		api_job *job = NULL;
 

@@ -239,6 +239,46 @@ def bare_lf_line_ends_are_refused():
 
 
 @test
+def a_chunked_body_s_trailers_are_refused():
+    """libmicrohttpd ends a chunked body's trailer section at a line
+    starting with ':' (or after a bare LF) and reads the lines after it as
+    another request, which a proxy in front forwards as trailers: a
+    request smuggled in the trailers. Trailers are read by no one here, so
+    any is a 400 and the connection is closed; a streamed NDJSON upload
+    with trailers is refused too, and nothing after them runs."""
+    d = daemon()
+    smuggled = (b'GET /healthz HTTP/1.1\r\nHost: x\r\n'
+                b'Connection: close\r\n\r\n')
+    reps = {'trailer-a': 101, 'trailer-b': 102, 'trailer-c': 103,
+            'trailer-d': 104, 'trailer-e': 105, 'trailer-none': 106}
+
+    def chunked(name, trailers, ct=b'application/json', query=b''):
+        body = protocol(name, reps[name])
+        return (b'POST ' + PROTOS + query + b' HTTP/1.1\r\nHost: x\r\n'
+                b'Content-Type: ' + ct + b'\r\n'
+                b'Transfer-Encoding: chunked\r\n\r\n' +
+                b'%x\r\n' % len(body) + body + b'\r\n0\r\n' + trailers)
+
+    refused(d, chunked('trailer-a', b'X: y\r\n:z\r\n' + smuggled),
+            'a trailer line ":z", then a request')
+    refused(d, chunked('trailer-b', b':z\r\nA: b\r\n:q\r\n' + smuggled),
+            'a first trailer line ":z", then a request')
+    refused(d, chunked('trailer-c', b'X: y\n\r\n' + smuggled),
+            'a trailer ended by a bare LF')
+    refused(d, chunked('trailer-d', b'X-Sum: 1\r\n\r\n'), 'a trailer')
+    refused(d, chunked('trailer-e', b'X-Sum: 1\r\n\r\n',
+                       ct=b'application/x-ndjson'),
+            'a trailer after a streamed NDJSON upload')
+    for name in ('trailer-a', 'trailer-b', 'trailer-c', 'trailer-d',
+                 'trailer-e'):
+        eq(d.get(G + '/benchmarkprotocols/' + name).status, 404,
+           '%s: not created' % name)
+    out, _ = exchange(d, chunked('trailer-none', b'\r\n' + smuggled))
+    eq([s for s, _, _ in answers(out)], [201, 200],
+       'no trailers: the POST, then the pipelined GET')
+
+
+@test
 def sound_heads_still_work():
     """What the checks must let through: empty values, tabs and spaces
     around values, many headers, extra spaces after the method, HTTP/1.0
