@@ -534,6 +534,45 @@ def integers_a_double_cannot_hold_are_refused():
               '%s is served as sent' % lit)
 
 
+
+@test
+def numbers_not_written_as_json_writes_them_are_refused():
+    """json-c's strict mode read "00", "5." and "1.e2" (as 0, 5 and 100)
+    when the faster reader gave the document to it: a body no other JSON
+    parser reads was stored, and its figures hashed as numbers it did not
+    write. Each is a 400 and nothing is stored, in a known field and in
+    one passed over with a Warning alike."""
+    d = daemon()
+    coll = G + '/benchmarkruns'
+    cases = [('xnum', lit) for lit in ('00', '-00', '5.', '-5.', '0.',
+                                       '1.e2', '00.5', '0.5.1')]
+    cases += [('value', lit) for lit in ('7484294.', '7484294.e0',
+                                         '07484294')]
+    for i, (where, lit) in enumerate(cases):
+        s = kitest.seed()
+        s['run']['metadata']['name'] = 'badnum-%d' % i
+        s['run']['spec']['sourceNative']['externalId'] += '-badnum-%d' % i
+        if where == 'xnum':
+            s['run']['spec']['sourceNative']['xnum'] = 424242
+        else:
+            s['run']['spec']['measurements'][0]['value'] = 424242
+        body = json.dumps(s).replace('424242', lit).encode()
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type='application/json'),
+                              400, 'BadRequest')
+        check('not valid JSON' in st.get('message', ''),
+              '%s %s: %r' % (where, lit, st))
+        eq(d.get(coll + '/badnum-%d' % i).status, 404,
+           '%s %s: not stored' % (where, lit))
+    # Numbers as JSON writes them still pass.
+    s = kitest.seed()
+    s['run']['metadata']['name'] = 'goodnum'
+    s['run']['spec']['sourceNative']['externalId'] += '-goodnum'
+    s['run']['spec']['measurements'][0]['value'] = 424242
+    body = json.dumps(s).replace('424242', '7484294.0e0').encode()
+    r = d.request('POST', coll, body=body, content_type='application/json')
+    eq(r.status, 201, '7484294.0e0: %r' % (r,))
+
 # ---- access reviews ----
 
 def make_token(data_dir, *args):
