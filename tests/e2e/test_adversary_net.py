@@ -414,6 +414,34 @@ def an_empty_dry_run_is_refused():
 
 
 @test
+def query_parameters_with_no_value_or_given_twice_are_refused():
+    """?dryRun (no '=') was read as no dryRun: a real write; a parameter
+    given twice was read once, the other value passed over
+    (?dryRun=All&dryRun=bogus, ?limit=1&limit=500). Each is a 400 and
+    nothing is stored; ?pretty alone and an empty piece (a=1&&b=2) still
+    pass."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i, q in enumerate(('?dryRun', '?dryRun=All&dryRun=bogus',
+                           '?dryRun=bogus&dryRun=All',
+                           '?fieldValidation=Strict&fieldValidation=Ignore',
+                           '?dryRun=All&fieldValidation')):
+        name = 'qarg-%d' % i
+        st = kitest.status_of(d.post(coll + q, proto_doc(name, 40 + i)),
+                              400, 'BadRequest')
+        check('query parameter' in st['message'], '%s: %r' % (q, st))
+        eq(d.get(coll + '/' + name).status, 404, '%s: nothing stored' % q)
+    for q in ('?limit=1&limit=500', '?watch=true&watch=false',
+              '?labelSelector=a&labelSelector=b', '?limit'):
+        kitest.status_of(d.get(coll + q), 400, 'BadRequest')
+    eq(d.get(coll + '?pretty').status, 200, '?pretty alone')
+    eq(d.get(coll + '?limit=1&&pretty=1').status, 200, 'an empty piece')
+    eq(d.post(coll + '?dryRun=All&&fieldValidation=Strict',
+              proto_doc('qarg-ok', 50)).status, 201, 'a dry run')
+    eq(d.get(coll + '/qarg-ok').status, 404, 'a dry run stores nothing')
+
+
+@test
 def unknown_query_parameters_are_warned_about():
     d = daemon()
     coll = G + '/benchmarkprotocols'
