@@ -85,12 +85,27 @@ check_text(const char *text, size_t len, size_t *at)
 				    "escaped";
 			continue;
 		}
-		if (c == '"')
+		if (c == '"') {
 			in_str = 1;
-		else if (c == '\'')
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			/* json-c's strict mode reads "00", "5." and "1.e2" (as
+			 * 0, 5 and 100): RFC 8259's grammar, and nothing
+			 * that continues a number after it. */
+			jsonlex_num num;
+
+			if (jsonlex_number(s, len, i, &num) != KI_OK ||
+			    (num.end < len &&
+			    memchr("0123456789.eE+-", s[num.end], 15) != NULL))
+				return "a number not written as JSON writes one "
+				    "(a leading zero, a sign other than a leading "
+				    "'-', or a '.' or an exponent with no digit "
+				    "after it)";
+			i = num.end - 1;
+		} else if (c == '\'') {
 			return "strings are quoted with \", not '";
-		else if (c == 'N' || c == 'I')
+		} else if (c == 'N' || c == 'I') {
 			return "NaN and Infinity are not JSON numbers";
+		}
 	}
 	return NULL;
 }

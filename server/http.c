@@ -20,6 +20,7 @@
 #include "api/version.h"
 #include "lib/log.h"
 #include "server/encode.h"
+#include "server/reqcheck.h"
 #include "server/reqhead.h"
 #include "lib/thread.h"
 #include <openssl/crypto.h>
@@ -605,106 +606,6 @@ uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	return rq;
 }
 
-/* What the request's framing headers say, gathered over every header. */
-typedef struct framing {
-	int te;                    /* Transfer-Encoding headers */
-	int te_other;              /* one names a coding other than chunked */
-	char te_value[64];
-	int cl;                    /* Content-Length values */
-	int cl_bad;                /* one is not a number, or they differ */
-	char cl_first[24];
-	int name_bad;              /* a name holds a character not a tchar */
-	int value_bad;             /* a value holds a bare CR */
-	int host;                  /* Host headers */
-	int host_bad;              /* one is no host[:port] */
-} framing;
-
-/* Adds one Content-Length value (v[0..n), trimmed) to f. */
-static void
-framing_cl(framing *f, const char *v, size_t n)
-{
-	while (n > 0 && (*v == ' ' || *v == '\t')) {
-		v++;
-		n--;
-	}
-	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-		n--;
-	if (n == 0 || strspn(v, "0123456789") < n) {
-		f->cl_bad = 1;
-		return;
-	}
-	while (n > 1 && *v == '0') {
-		v++;
-		n--;
-	}
-	if (f->cl++ == 0) {
-		if (n >= sizeof(f->cl_first))
-			f->cl_bad = 1;
-		else
-			snprintf(f->cl_first, sizeof(f->cl_first), "%.*s", (int)n, v);
-	} else if (strlen(f->cl_first) != n || memcmp(f->cl_first, v, n) != 0) {
-		f->cl_bad = 1;
-	}
-}
-
-static enum MHD_Result
-framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
-	size_t key_size, const char *value, size_t value_size)
-{
-	framing *f = cls;
-	static const char tchar[] = "!#$%&'*+-.^_`|~0123456789"
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
-	(void)kind;
-	(void)value_size;
-	if (value == NULL)
-		value = "";
-	/* "Transfer-Encoding : chunked" is no Transfer-Encoding here, and
-	 * one to a proxy that trims the name (RFC 9112 5.1: 400). */
-	if (*key == '\0' || strspn(key, tchar) != key_size)
-		f->name_bad = 1;
-	if (strchr(value, '\r') != NULL)
-		f->value_bad = 1;
-	/* libmicrohttpd joins an obs-fold line after an empty value to the
-	 * name ("Content-Length:\r\n 2" arrives as "Content-Length2"), which
-	 * a proxy that unfolds reads as the framing header it is. */
-	if ((key_size > 14 && strncasecmp(key, "Content-Length", 14) == 0) ||
-	    (key_size > 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0))
-		f->name_bad = 1;
-	if (strcasecmp(key, "Host") == 0) {
-		/* uri-host [":" port] (RFC 9110 7.2), as Go's server checks
-		 * it: no space, and none of the delimiters of a URI's other
-		 * parts. */
-		if (strcspn(value, " \t/?#@\"<>\\^`{|}") != strlen(value))
-			f->host_bad = 1;
-		f->host++;
-	}
-	if (strcasecmp(key, "Transfer-Encoding") == 0) {
-		const char *v = value;
-		size_t n;
-
-		while (*v == ' ' || *v == '\t')
-			v++;
-		n = strlen(v);
-		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-			n--;
-		if (f->te++ == 0)
-			snprintf(f->te_value, sizeof(f->te_value), "%.*s", (int)n, v);
-		if (n != 7 || strncasecmp(v, "chunked", 7) != 0)
-			f->te_other = 1;
-	} else if (strcasecmp(key, "Content-Length") == 0) {
-		const char *comma;
-
-		/* "5, 5" is a list of values (RFC 9110 8.6). */
-		while ((comma = strchr(value, ',')) != NULL) {
-			framing_cl(f, value, (size_t)(comma - value));
-			value = comma + 1;
-		}
-		framing_cl(f, value, strlen(value));
-	}
-	return MHD_YES;
-}
-
 static enum MHD_Result
 head_field(void *cls, enum MHD_ValueKind kind, const char *key,
 	size_t key_size, const char *value, size_t value_size)
@@ -740,54 +641,6 @@ head_check(struct MHD_Connection *c, req_ctx *rq, const char *method,
 	if ((bad = reqhead_end(&w)) == NULL)
 		return 0;
 	api_resp_fail(r, 400, "BadRequest", NULL, "%s", bad);
-	return -1;
-}
-
-/* Fills r with a 400 when the request's framing is ambiguous: read one
- * way by a proxy in front and another here, its body could carry a
- * request of its own (request smuggling). libmicrohttpd prefers
- * Transfer-Encoding to Content-Length, takes the first of several
- * Content-Lengths, and reads a body of an unknown coding until the
- * connection closes. Returns 0 when the framing is sound. */
-static int
-framing_check(struct MHD_Connection *c, const char *version, api_resp *r)
-{
-	framing f;
-
-	memset(&f, 0, sizeof(f));
-	MHD_get_connection_values_n(c, MHD_HEADER_KIND, framing_header, &f);
-	if (f.name_bad || f.value_bad)
-		api_resp_fail(r, 400, "BadRequest", NULL, "a header's name holds "
-		    "a space or a character no field name holds, or continues a "
-		    "framing header (obs-fold), or its value holds a bare CR: "
-		    "the request's framing would be ambiguous");
-	else if (f.te > 0 && f.cl > 0)
-		api_resp_fail(r, 400, "BadRequest", NULL, "the request has both "
-		    "Transfer-Encoding and Content-Length: its length is "
-		    "ambiguous");
-	else if (f.te > 0 && strcmp(version, MHD_HTTP_VERSION_1_1) != 0)
-		api_resp_fail(r, 400, "BadRequest", NULL, "Transfer-Encoding is "
-		    "not allowed in an %.16s request", version);
-	else if (f.te > 1 || f.te_other)
-		api_resp_fail(r, 400, "BadRequest", NULL, "the transfer coding "
-		    "\"%s\" is not supported: send the body with Content-Length or "
-		    "Transfer-Encoding: chunked (alone, once)", f.te_value);
-	else if (f.cl_bad)
-		api_resp_fail(r, 400, "BadRequest", NULL, "the request's "
-		    "Content-Length is not one non-negative decimal number (several "
-		    "differing values, or not a number)");
-	else if (f.host_bad)
-		api_resp_fail(r, 400, "BadRequest", NULL, "the Host header is not "
-		    "a host and port");
-	else if (f.host > 1 ||
-	    (f.host == 0 && strcmp(version, MHD_HTTP_VERSION_1_1) == 0))
-		/* RFC 9112 3.2: an HTTP/1.1 request has exactly one Host;
-		 * HTTP/1.0 may have none. */
-		api_resp_fail(r, 400, "BadRequest", NULL, "the request has %s "
-		    "Host header: send exactly one", f.host > 1 ? "more than one" :
-		    "no");
-	else
-		return 0;
 	return -1;
 }
 
@@ -851,7 +704,7 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 	rq->get = strcmp(method, "GET") == 0;
 	rq->ct = track_of(c);
 	if (head_check(c, rq, method, version, &rq->resp) != 0 ||
-	    framing_check(c, version, &rq->resp) != 0)
+	    reqcheck_framing(c, version, &rq->resp) != 0)
 		return 1;
 	if (rq->nul) {
 		api_resp_fail(&rq->resp, 400, "BadRequest", NULL, "the request "
@@ -859,6 +712,8 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 		    "value may hold");
 		return 1;
 	}
+	if (reqcheck_args(c, &rq->resp) != 0)
+		return 1;
 	/* RFC 9110 10.1.1: an expectation other than 100-continue is not
 	 * one this server meets (417), rather than one it passes over. */
 	ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Expect");
@@ -994,6 +849,24 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		rq->waiting = 0;
 		if (rq->stream == NULL)
 			goto answer;
+	}
+	/* A chunked body's trailer section is read by no one here, and
+	 * libmicrohttpd 0.9.75 ends it at a line starting with ':' (the lines
+	 * after it then run as another request, which a proxy in front reads
+	 * as trailers) or a bare LF, unseen: a request with trailers is
+	 * refused whole and its connection closed. A streamed upload keeps
+	 * the chunks it wrote before the body ended, as when its client goes
+	 * away. */
+	if (MHD_get_connection_values(c, MHD_FOOTER_KIND, NULL, NULL) > 0) {
+		api_stream_free(rq->stream);
+		rq->stream = NULL;
+		api_resp_free(rp);
+		api_resp_init(rp);
+		api_resp_fail(rp, 400, "BadRequest", NULL, "the chunked body "
+		    "ends with a trailer section, which is not read: send the "
+		    "fields as headers");
+		close_after = 1;
+		goto answer;
 	}
 	if (rq->stream != NULL) {
 		api_job *job = NULL;

@@ -239,6 +239,46 @@ def bare_lf_line_ends_are_refused():
 
 
 @test
+def a_chunked_body_s_trailers_are_refused():
+    """libmicrohttpd ends a chunked body's trailer section at a line
+    starting with ':' (or after a bare LF) and reads the lines after it as
+    another request, which a proxy in front forwards as trailers: a
+    request smuggled in the trailers. Trailers are read by no one here, so
+    any is a 400 and the connection is closed; a streamed NDJSON upload
+    with trailers is refused too, and nothing after them runs."""
+    d = daemon()
+    smuggled = (b'GET /healthz HTTP/1.1\r\nHost: x\r\n'
+                b'Connection: close\r\n\r\n')
+    reps = {'trailer-a': 101, 'trailer-b': 102, 'trailer-c': 103,
+            'trailer-d': 104, 'trailer-e': 105, 'trailer-none': 106}
+
+    def chunked(name, trailers, ct=b'application/json', query=b''):
+        body = protocol(name, reps[name])
+        return (b'POST ' + PROTOS + query + b' HTTP/1.1\r\nHost: x\r\n'
+                b'Content-Type: ' + ct + b'\r\n'
+                b'Transfer-Encoding: chunked\r\n\r\n' +
+                b'%x\r\n' % len(body) + body + b'\r\n0\r\n' + trailers)
+
+    refused(d, chunked('trailer-a', b'X: y\r\n:z\r\n' + smuggled),
+            'a trailer line ":z", then a request')
+    refused(d, chunked('trailer-b', b':z\r\nA: b\r\n:q\r\n' + smuggled),
+            'a first trailer line ":z", then a request')
+    refused(d, chunked('trailer-c', b'X: y\n\r\n' + smuggled),
+            'a trailer ended by a bare LF')
+    refused(d, chunked('trailer-d', b'X-Sum: 1\r\n\r\n'), 'a trailer')
+    refused(d, chunked('trailer-e', b'X-Sum: 1\r\n\r\n',
+                       ct=b'application/x-ndjson'),
+            'a trailer after a streamed NDJSON upload')
+    for name in ('trailer-a', 'trailer-b', 'trailer-c', 'trailer-d',
+                 'trailer-e'):
+        eq(d.get(G + '/benchmarkprotocols/' + name).status, 404,
+           '%s: not created' % name)
+    out, _ = exchange(d, chunked('trailer-none', b'\r\n' + smuggled))
+    eq([s for s, _, _ in answers(out)], [201, 200],
+       'no trailers: the POST, then the pipelined GET')
+
+
+@test
 def sound_heads_still_work():
     """What the checks must let through: empty values, tabs and spaces
     around values, many headers, extra spaces after the method, HTTP/1.0
@@ -374,6 +414,34 @@ def an_empty_dry_run_is_refused():
 
 
 @test
+def query_parameters_with_no_value_or_given_twice_are_refused():
+    """?dryRun (no '=') was read as no dryRun: a real write; a parameter
+    given twice was read once, the other value passed over
+    (?dryRun=All&dryRun=bogus, ?limit=1&limit=500). Each is a 400 and
+    nothing is stored; ?pretty alone and an empty piece (a=1&&b=2) still
+    pass."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i, q in enumerate(('?dryRun', '?dryRun=All&dryRun=bogus',
+                           '?dryRun=bogus&dryRun=All',
+                           '?fieldValidation=Strict&fieldValidation=Ignore',
+                           '?dryRun=All&fieldValidation')):
+        name = 'qarg-%d' % i
+        st = kitest.status_of(d.post(coll + q, proto_doc(name, 40 + i)),
+                              400, 'BadRequest')
+        check('query parameter' in st['message'], '%s: %r' % (q, st))
+        eq(d.get(coll + '/' + name).status, 404, '%s: nothing stored' % q)
+    for q in ('?limit=1&limit=500', '?watch=true&watch=false',
+              '?labelSelector=a&labelSelector=b', '?limit'):
+        kitest.status_of(d.get(coll + q), 400, 'BadRequest')
+    eq(d.get(coll + '?pretty').status, 200, '?pretty alone')
+    eq(d.get(coll + '?limit=1&&pretty=1').status, 200, 'an empty piece')
+    eq(d.post(coll + '?dryRun=All&&fieldValidation=Strict',
+              proto_doc('qarg-ok', 50)).status, 201, 'a dry run')
+    eq(d.get(coll + '/qarg-ok').status, 404, 'a dry run stores nothing')
+
+
+@test
 def unknown_query_parameters_are_warned_about():
     d = daemon()
     coll = G + '/benchmarkprotocols'
@@ -493,6 +561,45 @@ def integers_a_double_cannot_hold_are_refused():
                                                          % i).body,
               '%s is served as sent' % lit)
 
+
+
+@test
+def numbers_not_written_as_json_writes_them_are_refused():
+    """json-c's strict mode read "00", "5." and "1.e2" (as 0, 5 and 100)
+    when the faster reader gave the document to it: a body no other JSON
+    parser reads was stored, and its figures hashed as numbers it did not
+    write. Each is a 400 and nothing is stored, in a known field and in
+    one passed over with a Warning alike."""
+    d = daemon()
+    coll = G + '/benchmarkruns'
+    cases = [('xnum', lit) for lit in ('00', '-00', '5.', '-5.', '0.',
+                                       '1.e2', '00.5', '0.5.1')]
+    cases += [('value', lit) for lit in ('7484294.', '7484294.e0',
+                                         '07484294')]
+    for i, (where, lit) in enumerate(cases):
+        s = kitest.seed()
+        s['run']['metadata']['name'] = 'badnum-%d' % i
+        s['run']['spec']['sourceNative']['externalId'] += '-badnum-%d' % i
+        if where == 'xnum':
+            s['run']['spec']['sourceNative']['xnum'] = 424242
+        else:
+            s['run']['spec']['measurements'][0]['value'] = 424242
+        body = json.dumps(s).replace('424242', lit).encode()
+        st = kitest.status_of(d.request('POST', coll, body=body,
+                                        content_type='application/json'),
+                              400, 'BadRequest')
+        check('not valid JSON' in st.get('message', ''),
+              '%s %s: %r' % (where, lit, st))
+        eq(d.get(coll + '/badnum-%d' % i).status, 404,
+           '%s %s: not stored' % (where, lit))
+    # Numbers as JSON writes them still pass.
+    s = kitest.seed()
+    s['run']['metadata']['name'] = 'goodnum'
+    s['run']['spec']['sourceNative']['externalId'] += '-goodnum'
+    s['run']['spec']['measurements'][0]['value'] = 424242
+    body = json.dumps(s).replace('424242', '7484294.0e0').encode()
+    r = d.request('POST', coll, body=body, content_type='application/json')
+    eq(r.status, 201, '7484294.0e0: %r' % (r,))
 
 # ---- access reviews ----
 

@@ -942,8 +942,6 @@ test_parse_tree(void)
 		/* Out of range: the full path takes json-c's infinity (a schema
 		 * refuses it later). */
 		{ "{\"a\":1e400}", 1 },
-		/* json-c takes "1." for 1.0: so does the full path. */
-		{ "{\"a\":1.}", 1 },
 		/* Names the schemas know (interned) mixed with others, in
 		 * objects under and over the member count where duplicates are
 		 * looked for by a walk. */
@@ -972,6 +970,12 @@ test_parse_tree(void)
 		{ "{\"a\":9.3e18}", 0 },
 		{ "{\"a\":99999999999999999999}", 0 },
 		{ "{\"a\":01}", 0 },
+		/* json-c takes "1.", "00" and "1.e2" (as 1, 0 and 100): not
+		 * JSON's grammar, so the full path refuses them. */
+		{ "{\"a\":1.}", 0 },
+		{ "{\"a\":00}", 0 },
+		{ "{\"a\":1.e2}", 0 },
+		{ "{\"a\":-00.5}", 0 },
 		{ "{\"a\":[1,]}", 0 },
 		{ "{\"a\":1,}", 0 },
 		{ "{\"a\":\"x\x01\"}", 0 },
