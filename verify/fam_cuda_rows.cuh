@@ -75,6 +75,10 @@ k_norm_v(row_args a)
 	const float inv_n = 1.f / (float)a.n;
 	constexpr bool PART = KIND == V_RMS || KIND == V_FADD || KIND == V_LN;
 	constexpr int CH = KV < 4 ? KV : 4;
+	/* The weight (and bias) vectors a thread owns are the same for every
+	 * row: held in registers where they fit, not re-read a row. */
+	constexpr bool HOLDW = KIND != V_GN && KV <= 4;
+	uint4 wr[HOLDW ? KV : 1], br[HOLDW && KIND == V_LN ? KV : 1];
 	float pw[PART ? KV * V : 1], pb[KIND == V_LN ? KV * V : 1];
 
 #pragma unroll
@@ -83,6 +87,18 @@ k_norm_v(row_args a)
 #pragma unroll
 	for (int i = 0; i < (KIND == V_LN ? KV * V : 1); i++)
 		pb[i] = 0.f;
+	if (HOLDW)
+#pragma unroll
+		for (int k = 0; k < KV; k++) {
+			int c = tid + k * bd;
+
+			if (c < nv) {
+				wr[HOLDW ? k : 0] = __ldg((const uint4 *)w + c);
+				if (KIND == V_LN)
+					br[HOLDW && KIND == V_LN ? k : 0] =
+					    __ldg((const uint4 *)bias + c);
+			}
+		}
 	for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
 		const int64_t o = r * nv;
 		const int64_t ch0 = KIND == V_GN ? (r % a.groups) * a.cpg : 0;
@@ -178,8 +194,13 @@ k_norm_v(row_args a)
 				if (c >= nv)
 					continue;
 				vec<T>::load(xs[c], f);
-				load_w<T, KIND>(w, c, ch0, a.h, wf);
-				if (KIND == V_LN || KIND == V_GN)
+				if (HOLDW)
+					vec<T>::load(wr[HOLDW ? k : 0], wf);
+				else
+					load_w<T, KIND>(w, c, ch0, a.h, wf);
+				if (HOLDW && KIND == V_LN)
+					vec<T>::load(br[HOLDW && KIND == V_LN ? k : 0], bf);
+				else if (KIND == V_LN || KIND == V_GN)
 					load_w<T, KIND>(bias, c, ch0, a.h, bf);
 #pragma unroll
 				for (int e = 0; e < V; e++)
@@ -203,7 +224,10 @@ k_norm_v(row_args a)
 					continue;
 				vec<T>::load(xs[c], f);
 				vec<T>::load(gs[c], d);
-				load_w<T, KIND>(w, c, ch0, a.h, wf);
+				if (HOLDW)
+					vec<T>::load(wr[HOLDW ? k : 0], wf);
+				else
+					load_w<T, KIND>(w, c, ch0, a.h, wf);
 #pragma unroll
 				for (int e = 0; e < V; e++) {
 					float xh = (f[e] - mean) * rstd;
@@ -263,7 +287,10 @@ k_norm_v(row_args a)
 					continue;
 				vec<T>::load(xs[c], f);
 				vec<T>::load(gs[c], d);
-				load_w<T, KIND>(w, c, ch0, a.h, wf);
+				if (HOLDW)
+					vec<T>::load(wr[HOLDW ? k : 0], wf);
+				else
+					load_w<T, KIND>(w, c, ch0, a.h, wf);
 				if (KIND == V_FADD)
 					vec<T>::load(__ldg((const uint4 *)a.ds + o + c),
 					    ds);
