@@ -184,6 +184,16 @@ function refusedNumber(t) {
   return a >= 2 ** 63 && a < 1e21;
 }
 
+// Whether the daemon's schema refuses a number literal as a field's value:
+// an integer literal no double holds exactly (above 2^53 most are not),
+// which RFC 8785 would change (422; tests/e2e/test_adversary_net.py checks
+// the answer).
+function inexactInteger(t) {
+  if (!/^-?[0-9]+$/.test(t)) return false;
+  const b = BigInt(t);
+  return BigInt(Number(t)) !== b;
+}
+
 // Set when the document being generated holds such a number.
 let docRefused = false;
 
@@ -291,7 +301,8 @@ async function daemon(tally) {
       } else {
         const t = numberText();
         v = { text: t, value: JSON.parse(t) };
-        if (!Number.isFinite(v.value) || refusedNumber(t)) continue;
+        if (!Number.isFinite(v.value) || refusedNumber(t) ||
+            inexactInteger(t)) continue;
       }
       pv[key.value] = v.value;
       params.push(key.text + ':' + v.text);
