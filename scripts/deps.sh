@@ -30,8 +30,10 @@ if [ "${1:-}" = "--test" ]; then
 	# The Python Kubernetes client of tests/clients (the system's Python).
 	dpkg-query -W -f='${Status}\n' python3-kubernetes 2>/dev/null |
 		grep -q "ok installed" || missing="$missing python3-kubernetes"
-	# The etcd the store's tests start on loopback (tests/etcd/start.sh).
+	# The etcd the store's tests start on loopback (tests/etcd/start.sh),
+	# and etcdctl, which restores a backup of an etcd store into a new one.
 	command -v etcd >/dev/null 2>&1 || missing="$missing etcd-server"
+	command -v etcdctl >/dev/null 2>&1 || missing="$missing etcd-client"
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

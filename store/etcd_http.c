@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "lib/thread.h"
 #include "store/etcd_int.h"
 
 static size_t
@@ -762,6 +763,7 @@ follow_loop(void *arg)
 	et_follow *f = arg;
 	et_store *e = f->e;
 
+	ki_thread_name("ki-etcd-watch");
 	while (!follow_stopped(f)) {
 		et_conn *c = et_conn_get(e);
 		ki_buf b;

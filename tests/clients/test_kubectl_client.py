@@ -200,8 +200,8 @@ def watch_resumes_and_a_version_too_old_is_gone():
 
 
 def token(data_dir, role):
-    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token',
-                        'create', '--role', role], capture_output=True,
+    p = subprocess.run(kitest.command(data_dir, 'token', 'create',
+                                      '--role', role), capture_output=True,
                        text=True, timeout=60)
     eq(p.returncode, 0, 'token %s: %s' % (role, p.stderr))
     return p.stdout.strip()

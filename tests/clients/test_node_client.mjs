@@ -8,7 +8,8 @@
 // list), and the auth reviews with tokens of each role.
 //
 // Environment: KI_DAEMON (the kernelindexd binary), KI_SEED (the seed
-// bundle), KI_SRCDIR (the source tree). Prints one line per test and
+// bundle), KI_SRCDIR (the source tree); KI_ETCD_ENDPOINTS: every daemon
+// over that etcd, as tests/e2e/kitest.py does. Prints one line per test and
 // "N passed, M failed" last; exits 1 on any failure.
 import * as k8s from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
@@ -27,6 +28,13 @@ const SEED_RUN = SEED.run.metadata.name;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ki-node-'));
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// The store options of a daemon over dir: none (LMDB in dir), or etcd's
+// with a key prefix per directory, so that a restart finds the same store.
+function storeArgs(dir) {
+  const ep = process.env.KI_ETCD_ENDPOINTS;
+  return ep ? ['--store', 'etcd', '--etcd-endpoints', ep, '--etcd-prefix', `/kitest${dir}/`] : [];
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -56,7 +64,7 @@ class Daemon {
     const out = fs.openSync(this.log, 'a');
     this.proc = spawn(process.env.KI_DAEMON, ['--listen', `127.0.0.1:${this.port}`,
       '--data-dir', this.dir, '--static-dir', path.join(SRCDIR, 'static'),
-      '--threads', '2', '--sync', 'false', ...this.args],
+      '--threads', '2', '--sync', 'false', ...storeArgs(this.dir), ...this.args],
     { stdio: ['ignore', out, out] });
     this.exited = new Promise((r) => this.proc.on('exit', r));
     for (let i = 0; i < 600; i++) {

@@ -50,6 +50,11 @@ def daemon_path():
     return os.path.abspath(p)
 
 
+def etcd():
+    """True when the daemons run over etcd (KI_ETCD_ENDPOINTS is set)."""
+    return bool(os.environ.get('KI_ETCD_ENDPOINTS'))
+
+
 def store_args(data_dir):
     """The daemon's store options: none (LMDB in data_dir), or etcd's when
     KI_ETCD_ENDPOINTS is set, with a key prefix per data directory so that
@@ -61,6 +66,31 @@ def store_args(data_dir):
             '--etcd-prefix', '/kitest%s/' % os.path.abspath(data_dir)]
 
 
+def etcd_dump(data_dir):
+    """Every key and value under the etcd prefix of data_dir's store, as
+    bytes (one range request to the first endpoint's JSON gateway)."""
+    import base64
+    import urllib.request
+    prefix = store_args(data_dir)[-1].encode()
+    end = prefix[:-1] + bytes([prefix[-1] + 1])
+    req = json.dumps({'key': base64.b64encode(prefix).decode(),
+                      'range_end': base64.b64encode(end).decode()}).encode()
+    url = os.environ['KI_ETCD_ENDPOINTS'].split(',')[0] + '/v3/kv/range'
+    with urllib.request.urlopen(url, data=req, timeout=30) as r:
+        kvs = json.loads(r.read()).get('kvs') or []
+    return b''.join(base64.b64decode(kv['key']) + b'\0' +
+                    base64.b64decode(kv.get('value', '')) + b'\0'
+                    for kv in kvs)
+
+
+def command(data_dir, *args):
+    """The argv of a daemon command (token, backup, fsck) on the store of
+    data_dir: the store options a Daemon over data_dir runs with, then
+    args."""
+    return [daemon_path(), '--data-dir', data_dir] + store_args(data_dir) + \
+        list(args)
+
+
 def seed():
     """A fresh deep copy of the seed bundle."""
     with open(SEED_PATH, 'rb') as f:
@@ -69,6 +99,23 @@ def seed():
 
 class TestFailure(AssertionError):
     pass
+
+
+class Skipped(Exception):
+    """Raised by skip(): the test does not apply here (run_all prints the
+    reason and counts it apart)."""
+
+
+def skip(reason):
+    raise Skipped(reason)
+
+
+def lmdb_only(reason):
+    """Skips the calling test when the daemons run over etcd: for a test
+    of LMDB's own files (data.mdb, its map, its data directory's disk),
+    which an etcd store does not have. reason says what it tests."""
+    if etcd():
+        raise Skipped('LMDB only (%s)' % reason)
 
 
 def check(cond, msg):
@@ -443,15 +490,17 @@ def run_all(argv=None):
     per test and ends with 'N passed, M failed'. Exits 1 on any failure."""
     argv = sys.argv[1:] if argv is None else argv
     chosen = [t for t in _tests if not argv or t.__name__ in argv]
-    passed = failed = 0
+    passed = failed = skipped = 0
     checked = {}   # daemon -> how much of its log the tests have checked
     t0 = time.time()
     for fn in chosen:
         start = time.time()
         before = {id(d): len(d.stderr()) for d in Daemon.all}
-        err = None
+        err = why = None
         try:
             fn()
+        except Skipped as e:
+            why = str(e)
         except TestFailure as e:
             err = str(e)
         except Exception:
@@ -469,7 +518,10 @@ def run_all(argv=None):
                         new[max(0, i - 200):i + 3000]
                     break
         dt = time.time() - start
-        if err is None:
+        if err is None and why is not None:
+            skipped += 1
+            print('skip  %-40s %6.2fs  %s' % (fn.__name__, dt, why))
+        elif err is None:
             passed += 1
             print('ok    %-40s %6.2fs' % (fn.__name__, dt))
         else:
@@ -505,7 +557,8 @@ def run_all(argv=None):
         passed += 1
         print('ok    %-40s' % 'daemon_logs_free_of_sanitizer_reports')
     print('# %d tests in %.1fs' % (len(chosen), time.time() - t0))
-    print('%d passed, %d failed' % (passed, failed))
+    print('%d passed, %d failed%s' % (passed, failed, ', %d skipped' %
+                                      skipped if skipped else ''))
     sys.stdout.flush()
     return 1 if failed else 0
 

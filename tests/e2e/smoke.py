@@ -2,7 +2,8 @@
 """smoke.py — the seed contract, end to end, against a built kernelindexd.
 
 Usage: tests/e2e/smoke.py [path/to/kernelindexd]   (default: $KI_DAEMON)
-Starts the daemon with --listen 127.0.0.1:<free port> --data-dir <temp dir>, then checks what the API
+Starts the daemon with --listen 127.0.0.1:<free port> --data-dir <temp dir> (and --store etcd over
+$KI_ETCD_ENDPOINTS when that is set), then checks what the API
 promises for the seed: POST 201, read back by name and by digest (digests recomputed here, independently,
 with RFC 8785 JCS + SHA-256), ETag, identical re-POST 200 with one run listed, same name with other
 content 409 AlreadyExists, a tampered bundle 422 that stores nothing. Exits non-zero on the first failure.
@@ -65,7 +66,10 @@ def main():
     if len(sys.argv) > 2 or not daemon: print(__doc__); sys.exit(2)
     s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()
     data = tempfile.mkdtemp(prefix='kix-smoke-')
-    d = subprocess.Popen([daemon, '--listen', f'127.0.0.1:{port}', '--data-dir', data])
+    # Over etcd when KI_ETCD_ENDPOINTS is set (tests/etcd/e2e.sh), as kitest.py does.
+    ep = os.environ.get('KI_ETCD_ENDPOINTS')
+    store = ['--store', 'etcd', '--etcd-endpoints', ep, '--etcd-prefix', f'/kitest{data}/'] if ep else []
+    d = subprocess.Popen([daemon, '--listen', f'127.0.0.1:{port}', '--data-dir', data] + store)
     u = f'http://127.0.0.1:{port}'
     try:
         for _ in range(100):

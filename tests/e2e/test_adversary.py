@@ -38,8 +38,7 @@ JSONPATCH = 'application/json-patch+json'
 
 
 def token(data_dir, *args):
-    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
-                       + list(args), capture_output=True, text=True,
+    p = subprocess.run(kitest.command(data_dir, 'token', *args), capture_output=True, text=True,
                        timeout=60)
     eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
     return p.stdout.strip()
@@ -166,8 +165,8 @@ def admin_bodies_are_read_whole():
 def token_command_refuses_an_empty_or_missing_limit():
     data = kitest.tempdir('kitest-adv-')
     for args in (['--source', ''], ['--prefix', ''], ['--source']):
-        p = subprocess.run([kitest.daemon_path(), '--data-dir', data, 'token',
-                            'create', '--role', 'writer'] + args,
+        p = subprocess.run(kitest.command(data, 'token', 'create',
+                                          '--role', 'writer', *args),
                            capture_output=True, text=True, timeout=60)
         eq(p.returncode, 2, '%r: %s' % (args, p.stderr))
         eq(p.stdout, '', 'no secret printed for %r' % args)

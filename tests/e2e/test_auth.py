@@ -16,8 +16,7 @@ SEED = kitest.seed()
 
 
 def token(data_dir, *args):
-    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
-                       + list(args), capture_output=True, text=True,
+    p = subprocess.run(kitest.command(data_dir, 'token', *args), capture_output=True, text=True,
                        timeout=60)
     eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
     return p.stdout.strip()
@@ -46,10 +45,14 @@ def roles_sources_prefixes_and_revocation():
     admin = token(data, 'create', '--role', 'admin')
     for t in (writer, reader, liger, team, admin):
         check(t.startswith('kix_') and len(t) > 30, 'a secret: %r' % t)
-    # Only hashes are stored: no secret appears in the store's files.
-    for f in os.listdir(data):
-        with open(os.path.join(data, f), 'rb') as fh:
-            blob = fh.read()
+    # Only hashes are stored: no secret appears in the store's files (or,
+    # over etcd, in any key or value under the store's prefix).
+    blobs = [(f, open(os.path.join(data, f), 'rb').read())
+             for f in os.listdir(data)]
+    if kitest.etcd():
+        blobs.append(('etcd', kitest.etcd_dump(data)))
+        check(len(blobs[-1][1]) > 0, 'the tokens are in etcd')
+    for f, blob in blobs:
         for t in (writer, admin):
             check(t.encode() not in blob, 'secret found in %s' % f)
     d = kitest.Daemon(data_dir=data, sync=False).start()
@@ -156,7 +159,7 @@ def tls_with_keep_alive_and_kubectl_with_a_token():
     proc = subprocess.Popen([kitest.daemon_path(), '--listen',
                              '127.0.0.1:%d' % port, '--data-dir', data,
                              '--sync', 'false', '--tls-cert', crt,
-                             '--tls-key', key],
+                             '--tls-key', key] + kitest.store_args(data),
                             stderr=open(os.path.join(data, 'log'), 'w'))
     try:
         ctx = ssl.create_default_context(cafile=ca)

@@ -327,8 +327,7 @@ def list_resource_version_must_be_a_number():
 # ---- a token limited to one source ----------------------------------------
 
 def token(data_dir, *args):
-    p = subprocess.run([kitest.daemon_path(), '--data-dir', data_dir, 'token']
-                       + list(args), capture_output=True, text=True,
+    p = subprocess.run(kitest.command(data_dir, 'token', *args), capture_output=True, text=True,
                        timeout=60)
     eq(p.returncode, 0, 'token %s: %s' % (args, p.stderr))
     return p.stdout.strip()

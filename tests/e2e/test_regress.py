@@ -469,8 +469,7 @@ def a_source_limited_token_may_not_create_thresholds():
     data = kitest.tempdir('kitest-scope-')
 
     def token(*args):
-        p = subprocess.run([kitest.daemon_path(), '--data-dir', data, 'token',
-                            'create'] + list(args), capture_output=True,
+        p = subprocess.run(kitest.command(data, 'token', 'create', *args), capture_output=True,
                            text=True, timeout=60)
         eq(p.returncode, 0, 'token: ' + p.stderr)
         return {'Authorization': 'Bearer ' + p.stdout.strip()}
