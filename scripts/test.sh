@@ -49,7 +49,8 @@ if ! make -s check -j1; then
 	done
 	exit 1
 fi
-for f in tests/unit/unit_tests.log tests/fuzz/*.log tests/e2e/*.log; do
+for f in tests/unit/unit_tests.log tests/fuzz/*.log tests/e2e/*.log \
+	tests/etcd/e2e.sh.log; do
 	[ -f "$f" ] && grep -E "passed, [0-9]+ failed|Run Summary|asserts" "$f" || true
 done
 cd "$top"

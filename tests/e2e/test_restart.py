@@ -132,6 +132,13 @@ def changed_objects_keep_their_digest_across_a_restart():
            'the protocol resolved for ' + run['metadata']['name'])
     check(d.sanitizer_report() is None, 'no sanitizer report')
     d.stop()
+    # fsck (over etcd too, given the daemon's store options) finds nothing
+    # wrong: runs, protocols and the one environment.
+    p = subprocess.run(kitest.command(d.data_dir, 'fsck'),
+                       capture_output=True, text=True, timeout=120)
+    eq(p.returncode, 0, 'fsck of the store: %s %s' % (p.stdout, p.stderr))
+    check(' 0 problems' in p.stdout and '6 objects checked' in p.stdout,
+          'fsck: ' + p.stdout)
 
 
 @test
