@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/thread.h"
 #include "store/etcd_int.h"
 
 #define WC_LEVELS 24
@@ -814,6 +815,7 @@ wc_loop(void *arg)
 	et_wcache *c = arg;
 	int fails = 0;
 
+	ki_thread_name("ki-etcd-cache");
 	for (;;) {
 		ki_buf b;
 

@@ -31,7 +31,8 @@ tests/e2e/test_backup.py tests/e2e/test_crash.py tests/e2e/test_restart.py \
 tests/e2e/test_integrity.py tests/e2e/test_adversary.py \
 tests/e2e/test_docs.py tests/e2e/test_http.py tests/e2e/test_regress.py \
 tests/e2e/test_harness.py tests/e2e/test_verifier_pool.py \
-tests/e2e/test_verify.py tests/clients/test_python_client.py \
+tests/e2e/test_verify.py tests/e2e/test_verify_linear.py \
+tests/e2e/test_verify_attn.py tests/clients/test_python_client.py \
 tests/clients/node.sh tests/clients/test_kubectl_client.py \
 tests/clients/test_conventions.py}
 # etcd's directory in memory where there is one (/dev/shm): these suites
