@@ -39,6 +39,16 @@ api_may_write_stored(const struct api_principal *who, const store_obj *o,
 	api_status_init(&st);
 	ok = api_may_change_stored(who, k != NULL ? k->kind : NULL,
 	    o->kind == API_RUN, name, src, src_len, &st);
+	if (ok && o->kind == API_THRESHOLD && who->prefix[0] != '\0') {
+		/* As a create answers (api/upload.c) and the access review
+		 * says: a Threshold judges every arriving run, whatever its
+		 * name, so a name-limited token neither makes, changes nor
+		 * removes one. */
+		api_status_fail(&st, 403, "Forbidden", "this token is limited to "
+		    "names starting with \"%s\", and a Threshold judges every "
+		    "run", who->prefix);
+		ok = 0;
+	}
 	if (!ok) {
 		api_status_details(&st, k != NULL ? k->plural : NULL, name);
 		api_resp_status(r, &st);
@@ -81,7 +91,8 @@ api_delete(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	if ((opt->who != NULL && !api_may_write_stored(opt->who, &o, r)) ||
 	    !api_preconditions_hold(opt, k, &o, r))
 		goto out;
-	if (!api_if_match(opt->if_match, o.rv, r))
+	if (!api_if_match(opt->if_match, o.rv, r) ||
+	    !api_if_none_match(opt->if_none_match, o.rv, r))
 		goto out;
 	/* The final state carries the deleting resourceVersion, as in
 	 * Kubernetes, for the DELETED event and the answer. */

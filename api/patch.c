@@ -146,7 +146,8 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 	}
 	if (opt->who != NULL && !api_may_write_stored(opt->who, &o, r))
 		goto out;
-	if (!api_if_match(opt->if_match, o.rv, r))
+	if (!api_if_match(opt->if_match, o.rv, r) ||
+	    !api_if_none_match(opt->if_none_match, o.rv, r))
 		goto out;
 	snprintf(rvs, sizeof(rvs), "%llu", (unsigned long long)o.rv);
 	if (pre[0] != '\0' && strcmp(pre, rvs) != 0) {

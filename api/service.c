@@ -124,6 +124,44 @@ api_if_match(const char *if_match, uint64_t rv, api_resp *r)
 	return 0;
 }
 
+int
+api_if_none_match(const char *if_none_match, uint64_t rv, api_resp *r)
+{
+	char tag[32];
+	size_t n;
+	const char *p = if_none_match;
+
+	if (p == NULL)
+		return 1;
+	n = (size_t)snprintf(tag, sizeof(tag), "\"%llu\"",
+	    (unsigned long long)rv);
+	while (*p != '\0') {
+		const char *e;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '\0')
+			return 1;
+		if (*p == '*')
+			break;
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (*p != '"' || (e = strchr(p + 1, '"')) == NULL) {
+			api_resp_fail(r, 400, "BadRequest", NULL, "If-None-Match: "
+			    "a list of entity tags (\"...\") or *");
+			return 0;
+		}
+		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
+			break;
+		p = e + 1;
+	}
+	if (*p == '\0')
+		return 1;
+	api_resp_fail(r, 412, "PreconditionFailed", NULL, "If-None-Match: the "
+	    "object exists (its current ETag is %s)", tag);
+	return 0;
+}
+
 void
 api_fail_rc(api_resp *r, int rc, const char *what)
 {

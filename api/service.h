@@ -121,6 +121,7 @@ typedef struct api_write_opts {
 	int field_validation;       /* enum api_field_validation */
 	int atomic;                 /* bulk: all or nothing */
 	const char *if_match;       /* the If-Match header, or NULL */
+	const char *if_none_match;  /* the If-None-Match header, or NULL */
 	/* DeleteOptions.preconditions, or "": the stored object must have
 	 * this uid and resourceVersion (api/options.h). */
 	char pre_uid[128];
@@ -132,6 +133,13 @@ typedef struct api_write_opts {
  * comparison, or "*" (RFC 9110 13.1.1). When it does not, fills r with a
  * 412 and returns 0. */
 int api_if_match(const char *if_match, uint64_t rv, api_resp *r);
+
+/* Does the If-None-Match header value (NULL: no header) let a write go
+ * over the stored object of resourceVersion rv? Not where it lists "*"
+ * (the object exists) or the object's ETag (weak comparison, RFC 9110
+ * 13.1.2): then fills r with a 412 and returns 0, as RFC 9110 13.1.2
+ * asks of a method other than GET and HEAD. */
+int api_if_none_match(const char *if_none_match, uint64_t rv, api_resp *r);
 
 typedef struct api_list_opts {
 	const char *label_selector;

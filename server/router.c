@@ -244,6 +244,7 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
 	o->if_match = req->header(req->cls, "If-Match");
+	o->if_none_match = req->header(req->cls, "If-None-Match");
 	/* An empty dryRun is no value either (kube-apiserver: 400), not
 	 * "no dry run": the client meant something. */
 	if (dry != NULL) {
@@ -273,8 +274,31 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 static int
 collection_if_match(const api_write_opts *o, api_resp *r)
 {
-	const char *p = o->if_match;
+	const char *p = o->if_none_match;
 
+	/* If-None-Match: "*" is false where the target (the collection)
+	 * exists, so the POST is not made (RFC 9110 13.1.2); a list of tags
+	 * holds, the collection having none. */
+	if (p != NULL) {
+		p += strspn(p, " \t,");
+		for (; *p != '\0'; p += strspn(p, " \t,")) {
+			if (*p == '*') {
+				fail(r, 412, "PreconditionFailed", "If-None-Match: * "
+				    "on a POST to a collection, which exists (send it "
+				    "with a PATCH that applies one object)");
+				return -1;
+			}
+			if (strncmp(p, "W/", 2) == 0)
+				p += 2;
+			if (*p != '"' || strchr(p + 1, '"') == NULL) {
+				fail(r, 400, "BadRequest", "If-None-Match: a list of "
+				    "entity tags (\"...\") or *");
+				return -1;
+			}
+			p = strchr(p + 1, '"') + 1;
+		}
+	}
+	p = o->if_match;
 	if (p == NULL)
 		return 0;
 	while (*p == ' ' || *p == '\t')

@@ -742,5 +742,88 @@ def admin_endpoints_refuse_what_they_do_not_read():
           'token create --prefix Team_: %r' % (p.stderr,))
 
 
+
+@test
+def a_name_limited_token_changes_no_threshold():
+    """A prefix-limited token may not create a Threshold (it judges every
+    run, whatever its name) and the rules review lists none, yet a stored
+    Threshold named under the prefix could be replaced, applied and
+    deleted with it. Each is now 403 and changes nothing."""
+    data = kitest.tempdir('kitest-advnet-')
+    admin = make_token(data, 'create', '--role', 'admin')
+    team = make_token(data, 'create', '--role', 'writer', '--prefix',
+                      'team-')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    th = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Threshold',
+          'metadata': {'name': 'team-t'},
+          'spec': {'test': 'percentage', 'limit': 5}}
+    coll = G + '/thresholds'
+    eq(d.post(coll, th, headers={'Authorization': 'Bearer ' + admin})
+       .status, 201, 'the admin\'s Threshold')
+    rv = d.get(coll + '/team-t').json()['metadata']['resourceVersion']
+    t = {'Authorization': 'Bearer ' + team}
+    labelled = kitest.deepcopy(th)
+    labelled['metadata']['labels'] = {'a': 'b'}
+    for method, ct, body in (
+            ('PUT', 'application/json', json.dumps(labelled)),
+            ('PATCH', 'application/apply-patch+yaml', json.dumps(labelled)),
+            ('PATCH', 'application/merge-patch+json',
+             '{"metadata":{"labels":{"a":"b"}}}'),
+            ('DELETE', None, None)):
+        kitest.status_of(d.request(method, coll + '/team-t', body=body,
+                                   content_type=ct, headers=t), 403,
+                         'Forbidden')
+        r = d.get(coll + '/team-t')
+        eq(r.status, 200, '%s %s: still stored' % (method, ct))
+        eq(r.json()['metadata']['resourceVersion'], rv,
+           '%s %s: unchanged' % (method, ct))
+
+
+@test
+def if_none_match_on_a_write_is_a_precondition():
+    """If-None-Match was passed over on writes: a PUT, PATCH or DELETE
+    sent with "If-None-Match: *" (only if no such object exists) or with
+    the object's own ETag replaced or deleted it. RFC 9110 13.1.2: the
+    method is not performed and the answer is 412; a tag that does not
+    match lets the write go, and a POST to a collection, which exists, is
+    412 under "*"."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('inm-p', 61)).status, 201, 'a protocol')
+    item = coll + '/inm-p'
+    etag = d.get(item).headers.get('ETag')
+    rv = d.get(item).json()['metadata']['resourceVersion']
+    for inm in ('*', etag, 'W/' + etag, '"0", ' + etag):
+        for method, ct, body in (
+                ('PUT', 'application/json', protocol('inm-p', 61)),
+                ('PATCH', 'application/merge-patch+json',
+                 b'{"metadata":{"labels":{"a":"b"}}}'),
+                ('DELETE', None, None)):
+            kitest.status_of(d.request(method, item, body=body,
+                                       content_type=ct,
+                                       headers={'If-None-Match': inm}),
+                             412, 'PreconditionFailed')
+            r = d.get(item)
+            eq(r.status, 200, '%s If-None-Match %s: still stored'
+               % (method, inm))
+            eq(r.json()['metadata']['resourceVersion'], rv,
+               '%s If-None-Match %s: unchanged' % (method, inm))
+    kitest.status_of(d.request('POST', coll, body=protocol('inm-q', 62),
+                               content_type='application/json',
+                               headers={'If-None-Match': '*'}),
+                     412, 'PreconditionFailed')
+    eq(d.get(coll + '/inm-q').status, 404, 'POST under *: nothing stored')
+    kitest.status_of(d.request('DELETE', item,
+                               headers={'If-None-Match': 'bogus'}),
+                     400, 'BadRequest')
+    # A tag that is not the object's lets the write go.
+    r = d.request('PATCH', item, body=b'{"metadata":{"labels":{"a":"b"}}}',
+                  content_type='application/merge-patch+json',
+                  headers={'If-None-Match': '"0"'})
+    eq(r.status, 200, 'another tag: %r' % (r,))
+    eq(d.request('DELETE', item, headers={'If-None-Match': '"0"'}).status,
+       200, 'deleted under another tag')
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
