@@ -89,10 +89,13 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 		while (*v == ' ' || *v == '\t')
 			v++;
 		n = strlen(v);
-		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-			n--;
 		if (f->te++ == 0)
 			snprintf(f->te_value, sizeof(f->te_value), "%.*s", (int)n, v);
+		/* libmicrohttpd trims the spaces before a value, not those
+		 * after it: "chunked " is to it an unknown coding, whose body
+		 * it reads until the connection closes, while a proxy in front
+		 * trims it to chunked and sends the next request after the
+		 * last chunk. Refused as any other coding is. */
 		if (n != 7 || strncasecmp(v, "chunked", 7) != 0)
 			f->te_other = 1;
 	} else if (strcasecmp(key, "Content-Length") == 0) {

@@ -825,5 +825,37 @@ def if_none_match_on_a_write_is_a_precondition():
        200, 'deleted under another tag')
 
 
+
+@test
+def a_transfer_coding_with_trailing_whitespace_is_refused():
+    """libmicrohttpd trims the spaces before a header's value, not those
+    after it: "Transfer-Encoding: chunked " was to it an unknown coding,
+    whose body it read until the connection closed (the request never
+    answered, and every request pipelined after the last chunk swallowed
+    into it), while the daemon's check trimmed it to chunked and let it
+    through, as a proxy in front reads it. Now a 400 and the connection
+    is closed, as for any coding other than chunked."""
+    d = daemon()
+    for i, te in enumerate((b'chunked ', b'chunked\t', b'chunked \t')):
+        name = 'te-ws-%d' % i
+        body = protocol(name, 80 + i)
+        raw = (b'POST ' + PROTOS + b' HTTP/1.1\r\nHost: x\r\n'
+               b'Content-Type: application/json\r\nTransfer-Encoding: ' +
+               te + b'\r\n\r\n' + b'%x\r\n' % len(body) + body +
+               b'\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+        st = refused(d, raw, 'Transfer-Encoding %r' % te)
+        check('transfer coding' in st['message'], '%r: %r' % (te, st))
+        eq(d.get(G + '/benchmarkprotocols/' + name).status, 404,
+           '%r: nothing stored' % te)
+    # Spaces before the value are trimmed by both, and still work.
+    body = protocol('te-ws-lead', 90)
+    out, _ = exchange(d, b'POST ' + PROTOS + b' HTTP/1.1\r\nHost: x\r\n'
+                      b'Content-Type: application/json\r\nTransfer-Encoding:'
+                      b'  chunked\r\n\r\n' + b'%x\r\n' % len(body) + body +
+                      b'\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n'
+                      b'Connection: close\r\n\r\n')
+    eq([c for c, _, _ in answers(out)], [201, 200], 'leading spaces')
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
