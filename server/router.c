@@ -517,8 +517,11 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 		s.include_implausible = implausible;
 		s.threshold_pct = API_COMPARE_DEFAULT_THRESHOLD;
 		if (t != NULL && *t != '\0') {
+			/* A decimal number: strtod also takes spaces before it,
+			 * hexadecimal ("0x10" is 16), "nan" and "inf". */
 			s.threshold_pct = strtod(t, &end);
-			if (*end != '\0' || !(s.threshold_pct >= 0 &&
+			if (strspn(t, "0123456789.eE+-") != strlen(t) ||
+			    *end != '\0' || !(s.threshold_pct >= 0 &&
 			    s.threshold_pct < 1000)) {
 				api_resp_fail(r, 400, "BadRequest", "thresholdPercent",
 				    "invalid thresholdPercent \"%.32s\": a number of "

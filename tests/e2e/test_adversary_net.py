@@ -35,7 +35,11 @@ no name, or one not stored), and a limited token's rules list no
 Threshold write and are marked incomplete. The admin endpoints refuse a
 query parameter (POST /admin/tokens?dryRun=All made a real token) and a
 body where none is read, and a token's source or prefix that could never
-match a run or a name."""
+match a run or a name. A prefix-limited token changes no Threshold (it
+may not create one either); If-None-Match on a write is a precondition
+(412 where it lists "*" or the object's ETag); a Transfer-Encoding with
+spaces after "chunked", which libmicrohttpd reads as another coding, is a
+400; a comparison's thresholdPercent is a decimal number."""
 import json
 import os
 import socket
@@ -855,6 +859,22 @@ def a_transfer_coding_with_trailing_whitespace_is_refused():
                       b'\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n'
                       b'Connection: close\r\n\r\n')
     eq([c for c, _, _ in answers(out)], [201, 200], 'leading spaces')
+
+
+
+@test
+def a_comparison_threshold_is_a_decimal_number():
+    """thresholdPercent=0x10 was read as 16 (strtod takes hexadecimal),
+    and " 5" as 5: each is a 400 naming it; decimal forms still work."""
+    d = daemon()
+    base = G + '/comparisons?baseline=a%3Db&candidate=a%3Dc&thresholdPercent='
+    for v in ('0x10', '0X1p3', '%205', '5%20', '0x0'):
+        st = kitest.status_of(d.get(base + v), 400, 'BadRequest')
+        check('thresholdPercent' in st['message'], '%s: %r' % (v, st))
+    for v, want in (('16', 16), ('2.5', 2.5), ('1e1', 10)):
+        r = d.get(base + v)
+        eq(r.status, 200, '%s: %r' % (v, r))
+        eq(r.json()['spec']['thresholdPercent'], want, v)
 
 
 if __name__ == '__main__':
