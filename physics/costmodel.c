@@ -260,13 +260,19 @@ k_cross_entropy(struct cm *c, struct terms *t)
  * made by log_softmax/softmax of a leaf torch.randn(BT, V,
  * requires_grad=True), and a target of the same shape; float32.
  * forward: read both (2·BT·V·s); a few vector operations per element
- *   (KL: 3; JSD: exp, exp, log, mix ~ 8; TVD: 3). backward: 0.
- * full: + write the input gradient BT·V·s.
+ *   (KL: 3; JSD: exp, exp, log, mix ~ 8; TVD: 3). backward: kl_div 0;
+ *   jsd and tvd (in_bwd): Liger's forward stores the input gradient G and
+ *   the backward scales it by the upstream scalar, then autograd runs the
+ *   backward of the script's log_softmax (jsd) or softmax (tvd): read G
+ *   and y, write the leaf's gradient (3·BT·V·s).
+ * full: + write the input gradient BT·V·s (a fused full pass reads y and
+ *   the target once and writes the leaf's gradient: the backward's reads
+ *   of G and y are shared with the forward, its write is the full's).
  * resident: the leaf, the input made from it and the target (3·BT·V·s);
  *   the leaf stays alive through the autograd graph.
  */
 static int
-k_divergence(struct cm *c, struct terms *t, double per_elem,
+k_divergence(struct cm *c, struct terms *t, double per_elem, int in_bwd,
 	const char *model)
 {
 	double bt, v, x;
@@ -275,6 +281,11 @@ k_divergence(struct cm *c, struct terms *t, double per_elem,
 		return KI_EINVAL;
 	x = bt * v * c->s;
 	loss_terms(t, 2 * x, x, per_elem * bt * v);
+	if (in_bwd) {
+		t->bb = 3 * x;
+		t->shared = 2 * x;
+		t->xb = 0;
+	}
 	t->rf = t->rb = t->rfull = 3 * x;
 	c->out->model = model;
 	return KI_OK;
@@ -283,19 +294,21 @@ k_divergence(struct cm *c, struct terms *t, double per_elem,
 static int
 k_kl_div(struct cm *c, struct terms *t)
 {
-	return k_divergence(c, t, 3, "kl_div: 2·BT·V·s | full + BT·V·s");
+	return k_divergence(c, t, 3, 0, "kl_div: 2·BT·V·s | full + BT·V·s");
 }
 
 static int
 k_jsd(struct cm *c, struct terms *t)
 {
-	return k_divergence(c, t, 8, "jsd: 2·BT·V·s | full + BT·V·s");
+	return k_divergence(c, t, 8, 1,
+	    "jsd: 2·BT·V·s | bwd 3·BT·V·s | full + BT·V·s");
 }
 
 static int
 k_tvd(struct cm *c, struct terms *t)
 {
-	return k_divergence(c, t, 3, "tvd: 2·BT·V·s | full + BT·V·s");
+	return k_divergence(c, t, 3, 1,
+	    "tvd: 2·BT·V·s | bwd 3·BT·V·s | full + BT·V·s");
 }
 
 /*

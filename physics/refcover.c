@@ -30,8 +30,8 @@ static const struct ref_cover table[] = {
 	{ "megatron_cross_entropy", ALL, NULL },
 	{ "cross_entropy", FWD_FULL, LOSS_BWD },
 	{ "kl_div", FWD_FULL, LOSS_BWD },
-	{ "jsd", FWD_FULL, LOSS_BWD },
-	{ "tvd", FWD_FULL, LOSS_BWD },
+	{ "jsd", ALL, NULL },
+	{ "tvd", ALL, NULL },
 	{ "rope", ALL, NULL },
 	{ "llama4_rope", ALL, NULL },
 	/* attention and mixture-of-experts (verify/fam_attn.c, fam_moe.c) */

@@ -17,6 +17,7 @@ enum { FA_X, FA_RES, FA_W, FA_Y, FA_S, FA_DY, FA_DS, FA_DX, FA_DW };
 enum { LN_X, LN_W, LN_B, LN_Y, LN_DY, LN_DX, LN_DW, LN_DB };
 enum { EW_X, EW_Y, EW_DY, EW_DX };
 enum { LS_X, LS_T, LS_L, LS_DX };
+enum { DB_G, DB_Y, DB_DO, DB_DX };
 enum { RO_Q, RO_K, RO_TAB, RO_QO, RO_KO, RO_DQ, RO_DK, RO_DQI, RO_DKI };
 
 #define A double
@@ -333,6 +334,8 @@ params_swiglu(const struct fam_shape *s)
 	return obj2("tokens", s->rows, "intermediate", s->n);
 }
 
+static void put(void *p, int64_t k, double v, enum api_dtype dt);
+
 /* ---- losses ---- */
 
 static int
@@ -450,6 +453,69 @@ prep_tvd(const struct fam_shape *s, void *const *h, enum api_dtype dt,
 	(void)rng;
 	normalize_rows(h[LS_X], s->rows, s->n, dt, 0);
 	normalize_rows(h[LS_T], s->rows, s->n, dt, 0);
+}
+
+/* The backward of tvd and jsd (fam_find_pass): the stored gradient G,
+ * the script's input y, the upstream scalar; the leaf's gradient. */
+static void
+layout_div_bwd(struct fam_shape *s)
+{
+	s->nslots = 0;
+	slot(s, DB_G, "grad", FK_ROW, FIO_IN1, s->n);
+	slot(s, DB_Y, "input", FK_ROW, FIO_IN1, s->n);
+	slot(s, DB_DO, "grad_output", FK_PARAM, FIO_IN1, 1);
+	slot(s, DB_DX, "dleaf", FK_ROW, FIO_OUT1, s->n);
+}
+
+/* y as the script makes it (softmax for tvd, log_softmax for jsd, of
+ * standard normals); G as Liger's forward leaves it for y and a target
+ * made the same way; the upstream scalar stays standard normal. */
+static void
+prep_div_bwd(const struct fam_shape *s, void *const *h, enum api_dtype dt,
+	uint64_t *rng, int as_log)
+{
+	double *t = malloc((size_t)s->n * sizeof(*t));
+	int64_t i, j;
+
+	normalize_rows(h[DB_Y], s->rows, s->n, dt, as_log);
+	if (t == NULL)
+		return;
+	for (i = 0; i < s->rows; i++) {
+		double lse;
+
+		for (j = 0; j < s->n; j++)
+			t[j] = ref_randn(rng);
+		lse = lse_d(t, s->n);
+		for (j = 0; j < s->n; j++) {
+			double y = ref_elem(h[DB_Y], (size_t)(i * s->n + j), dt);
+			double g;
+
+			if (as_log) {   /* jsd, beta 1/2: y = log q, t = log p */
+				double q = exp(y), lp = t[j] - lse;
+				double lm = log(0.5 * exp(lp) + 0.5 * q);
+
+				g = 0.5 * q * (y - lm);
+			} else {        /* tvd: y = p, t = q */
+				g = y > exp(t[j] - lse) ? 0.5 : -0.5;
+			}
+			put(h[DB_G], i * s->n + j, g * s->scale, dt);
+		}
+	}
+	free(t);
+}
+
+static void
+prep_tvd_bwd(const struct fam_shape *s, void *const *h, enum api_dtype dt,
+	uint64_t *rng)
+{
+	prep_div_bwd(s, h, dt, rng, 0);
+}
+
+static void
+prep_jsd_bwd(const struct fam_shape *s, void *const *h, enum api_dtype dt,
+	uint64_t *rng)
+{
+	prep_div_bwd(s, h, dt, rng, 1);
 }
 
 /* ---- rotary embeddings ---- */
@@ -624,6 +690,39 @@ static const struct family families[] = {
 	{ "llama4_rope", 0, parse_rope, layout_rope4, shrink_rope, params_rope,
 	  prep_rope4, rope4_row_f, rope4_row_d },
 };
+
+/* Families whose backward is a pass of its own, unlike their forward and
+ * full: tvd and jsd (Liger's forward computes the input gradient). */
+static const struct family backward_families[] = {
+	{ "jsd", 0, parse_vocab, layout_div_bwd, shrink_loss, params_vocab,
+	  prep_jsd_bwd, jsd_bwd_row_f, jsd_bwd_row_d },
+	{ "tvd", 0, parse_vocab, layout_div_bwd, shrink_loss, params_vocab,
+	  prep_tvd_bwd, tvd_bwd_row_f, tvd_bwd_row_d },
+};
+
+const struct family *
+fam_find_pass(const char *kernel, int pass)
+{
+	size_t i;
+
+	for (i = 0; pass == REF_BACKWARD && kernel != NULL &&
+	    i < sizeof(backward_families) / sizeof(backward_families[0]); i++)
+		if (strcmp(backward_families[i].name, kernel) == 0)
+			return &backward_families[i];
+	return fam_find(kernel);
+}
+
+int
+fam_cpu_only_pass(const struct family *f)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(backward_families) /
+	    sizeof(backward_families[0]); i++)
+		if (f == &backward_families[i])
+			return 1;
+	return 0;
+}
 
 const struct family *
 fam_find(const char *kernel)

@@ -92,6 +92,17 @@ struct family {
 /* The family named kernel, or NULL. */
 const struct family *fam_find(const char *kernel);
 
+/* The family that runs pass (REF_FORWARD, REF_BACKWARD, REF_FULL) of
+ * kernel: where a family's backward alone is other work than its full
+ * pass's second half (tvd, jsd: the backward of the script's softmax or
+ * log_softmax after scaling the gradient Liger's forward stored), a
+ * family of its own; else fam_find's. */
+const struct family *fam_find_pass(const char *kernel, int pass);
+
+/* Whether f is such a pass-only family (the CUDA backend has no kernel
+ * for it: the CPU measures it). */
+int fam_cpu_only_pass(const struct family *f);
+
 /* The attention families (verify/fam_attn.c: multi_token_attention,
  * sparse_multi_token_attention, fused_neighborhood_attention) and
  * mixture-of-experts (verify/fam_moe.c: fused_moe), or NULL; fam_find

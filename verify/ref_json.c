@@ -135,6 +135,8 @@ ref_parse_request(struct json_object *req, struct ref_job *job, char *err,
 	job->pass = pass[0] == 'f' ? (pass[1] == 'o' ? REF_FORWARD :
 	    REF_FULL) : REF_BACKWARD;
 	job->asked = job->pass;
+	if (job->fam != NULL)
+		job->fam = fam_find_pass(kernel, (int)job->pass);
 	if (job->fam != NULL && job->fam->bwd_is_full &&
 	    job->pass == REF_BACKWARD)
 		job->pass = REF_FULL;

@@ -153,6 +153,12 @@ main(int argc, char **argv)
 		    "family yet (the CPU backend has)", 3);
 		goto done;
 	}
+	if (job.backend == REF_CUDA && job.fam != NULL &&
+	    fam_cpu_only_pass(job.fam)) {
+		status = fail("the CUDA backend has no implementation of this "
+		    "pass yet (the CPU backend has)", 3);
+		goto done;
+	}
 	if (job.backend == REF_CUDA && job.lin != NULL) {
 		status = fail("the CUDA backend has no implementation of this "
 		    "family yet (the CPU backend has)", 3);
@@ -173,7 +179,7 @@ main(int argc, char **argv)
 		rc = lin_cpu_run(&job, &r, err, sizeof(err));
 	else if (job.fam != NULL)
 		rc = job.backend != REF_CPU && ref_cuda_available() &&
-		    fam_cuda_has(job.fam) ?
+		    fam_cuda_has(job.fam) && !fam_cpu_only_pass(job.fam) ?
 		    fam_cuda_run(&job, &r, err, sizeof(err)) :
 		    fam_cpu_run(&job, &r, err, sizeof(err));
 	else if (job.backend != REF_CPU && ref_cuda_available())

@@ -73,6 +73,18 @@ out=$(fam rms_norm backward bfloat16 cpu '{"rows":64,"hidden":1000}' |
     KIREF_FAULT=2 "$REF"); rc=$?
 expect "a row 3% off is caught" 0 '"correct":false' "$out" $rc
 
+# tvd's and jsd's backward (the stored gradient scaled by the upstream
+# scalar, then the backward of the script's softmax or log_softmax): a row
+# 3% off is caught; the CUDA backend has no kernel for this pass yet (exit
+# 3, even without a device) and auto measures it on the CPU.
+out=$(fam jsd backward bfloat16 cpu '{"batch":2,"seq":16,"vocab":5000}' |
+    KIREF_FAULT=2 "$REF"); rc=$?
+expect "jsd backward: a row 3% off is caught" 0 '"correct":false' "$out" $rc
+out=$(fam tvd backward float32 cuda '{"batch":2,"seq":16,"vocab":5000}' | "$REF"); rc=$?
+expect "tvd backward on cuda" 3 'no implementation of this pass yet' "$out" $rc
+out=$(fam tvd backward float16 auto '{"batch":2,"seq":16,"vocab":5000}' | "$REF"); rc=$?
+expect "tvd backward, auto" 0 '"backend":"cpu".*"correct":true' "$out" $rc
+
 # The row-wise families: every pass the table covers, each dtype, on the
 # CPU (and on CUDA where the backend has the family), checked in float64.
 FAMS='rms_norm {"rows":64,"hidden":1000}

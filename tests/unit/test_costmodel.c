@@ -127,6 +127,31 @@ test_cross_entropy(void)
 	CU_ASSERT_DOUBLE_EQUAL(c.resident_bytes, 268435456.0 + 131072, 0);
 }
 
+/* tvd and jsd, BT=1024, V=4096, float32: x = 16,777,216 bytes. The
+ * backward reads the stored gradient and the softmax (log_softmax) output
+ * and writes the leaf's gradient: 3x; forward 2x; full 3x. kl_div's
+ * backward stays free. */
+static void
+test_divergence_backward(void)
+{
+	static const char *p = "{\"batch\":8,\"seq\":128,\"vocab\":4096}";
+	static const char *const k[] = { "tvd", "jsd" };
+	double x = 1024.0 * 4096 * 4;
+	api_cost c;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(est(k[i], "backward", NULL, p, &c), KI_OK);
+		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x, 0);
+		CU_ASSERT_EQUAL(est(k[i], "forward", NULL, p, &c), KI_OK);
+		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * x, 0);
+		CU_ASSERT_EQUAL(est(k[i], "full", NULL, p, &c), KI_OK);
+		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x, 0);
+	}
+	CU_ASSERT_EQUAL(est("kl_div", "backward", NULL, p, &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 0, 0);
+}
+
 /* geglu, bsz 8, T 1024, H 4096, I 11008, bf16: forward 6·BT·H·I =
  * 6·8192·4096·11008 = 2,216,203,124,736 FLOPs → 7.10 ms at A100's 312
  * TFLOP/s, far above its 2·8192·4096·2 + 3·4096·11008·2 = 404,750,336
@@ -612,6 +637,8 @@ test_costmodel_register(void)
 	    CU_add_test(s, "canonical and Liger spellings", test_spellings) ==
 	    NULL ||
 	    CU_add_test(s, "cross entropy", test_cross_entropy) == NULL ||
+	    CU_add_test(s, "tvd and jsd backward bytes",
+	    test_divergence_backward) == NULL ||
 	    CU_add_test(s, "geglu is matrix-bound", test_geglu) == NULL ||
 	    CU_add_test(s, "grpo needs both heads", test_grpo_two_heads) ==
 	    NULL ||
