@@ -514,9 +514,9 @@ test('run view: requesting a reference measurement shows its verdict live', ['wa
 
 test('run view: the measurement button only where a reference exists', [], async () => {
   const runs = await allRuns();
-  const none = runs.find((r) => r.metadata.labels && r.metadata.labels.kernel === 'tvd' && r.metadata.labels.pass === 'backward' && r.metadata.labels.metric === 'latency');
+  const none = runs.find((r) => r.metadata.labels && r.metadata.labels.kernel === 'rms_norm' && r.metadata.labels.pass === 'full' && r.metadata.labels.metric === 'peak_memory');
   const some = runs.find((r) => r.metadata.labels && r.metadata.labels.kernel === 'rms_norm' && r.metadata.labels.pass === 'forward' && r.metadata.labels.metric === 'latency');
-  ok(none && some, 'a tvd backward run (a pass no reference measures) and an rms_norm forward run');
+  ok(none && some, 'an rms_norm full peak_memory run (a metric no reference measures) and an rms_norm forward latency run');
   const card = '.card[data-verdict="verification"]';
   let page = await open(`/?view=run&name=${encodeURIComponent(none.metadata.name)}`);
   await ready(page, 'run');
