@@ -442,6 +442,19 @@ et_wc_range(et_store *e, uint64_t gen, int64_t rev, const char *start,
 	return rc;
 }
 
+/* The absolute time timeout_ms from now, for pthread_cond_timedwait. */
+static void
+deadline(struct timespec *at, long timeout_ms)
+{
+	clock_gettime(CLOCK_REALTIME, at);
+	at->tv_sec += timeout_ms / 1000;
+	at->tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (at->tv_nsec >= 1000000000L) {
+		at->tv_sec++;
+		at->tv_nsec -= 1000000000L;
+	}
+}
+
 int
 et_wc_wait(et_store *e, int64_t rev, long timeout_ms)
 {
@@ -451,13 +464,7 @@ et_wc_wait(et_store *e, int64_t rev, long timeout_ms)
 
 	if (c == NULL)
 		return KI_OK;
-	clock_gettime(CLOCK_REALTIME, &at);
-	at.tv_sec += timeout_ms / 1000;
-	at.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (at.tv_nsec >= 1000000000L) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000L;
-	}
+	deadline(&at, timeout_ms);
 	pthread_mutex_lock(&c->mu);
 	while (c->ready && !c->stop && c->rev < rev)
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &at) == ETIMEDOUT) {
@@ -485,13 +492,7 @@ et_wc_wait_rv(et_store *e, uint64_t rv, long timeout_ms)
 
 	if (c == NULL)
 		return KI_OK;
-	clock_gettime(CLOCK_REALTIME, &at);
-	at.tv_sec += timeout_ms / 1000;
-	at.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (at.tv_nsec >= 1000000000L) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000L;
-	}
+	deadline(&at, timeout_ms);
 	pthread_mutex_lock(&c->mu);
 	while (c->ready && !c->stop && c->rv < rv)
 		if (pthread_cond_timedwait(&c->cv, &c->mu, &at) == ETIMEDOUT) {
