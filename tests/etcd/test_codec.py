@@ -13,6 +13,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -58,8 +59,24 @@ def run_name(raw):
     return raw[96:96 + n].decode()
 
 
+def cache_revision():
+    for line in DAEMON.get('/metrics').body.decode().splitlines():
+        if line.startswith('kernelindex_etcd_cache_revision '):
+            return int(line.split()[1])
+    check(False, 'no kernelindex_etcd_cache_revision in /metrics')
+    return 0
+
+
 def put(key, value):
-    ETCD.call('/v3/kv/put', {'key': b64(key), 'value': b64(value)})
+    """Put straight into etcd, then wait until the daemon's watch cache
+    (which serves its reads) has applied the put's revision."""
+    got = ETCD.call('/v3/kv/put', {'key': b64(key), 'value': b64(value)})
+    rev = int(got['header']['revision'])
+    deadline = time.monotonic() + 30
+    while cache_revision() < rev:
+        check(time.monotonic() < deadline,
+              'the watch cache reached revision %d within 30 s' % rev)
+        time.sleep(0.02)
 
 
 def big_run():
@@ -87,7 +104,7 @@ def records_are_stored_compressed():
 
 def served(name):
     for plural in ('benchmarkruns', 'benchmarkprotocols',
-                   'benchmarkenvironments', 'workloads', 'implementations'):
+                   'executionenvironments', 'workloads', 'implementations'):
         r = DAEMON.get(G + '/%s/%s' % (plural, name))
         if r.status == 200:
             return plural, r.body
