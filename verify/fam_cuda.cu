@@ -452,6 +452,7 @@ __global__ void __launch_bounds__(1024)
 k_rowgen(row_args a)
 {
 	__shared__ float red[64];
+	__shared__ double redd[KIND == V_GN ? 1 : 64];
 	const T *x = (const T *)a.x, *w = (const T *)a.w, *b = (const T *)a.b;
 	const int64_t n = a.n;
 	const float inv_n = 1.f / (float)n;
@@ -548,19 +549,20 @@ k_rowgen(row_args a)
 				__syncthreads();   /* y is re-read below */
 			}
 			if (a.bwd) {
-				float sum = 0.f, cnt = 0.f, mean;
-				float2 t;
+				double sum = 0.0, cnt = 0.0, mean;
+				double2 t;
 
 				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
 					if (ld(y, o + j) > 0.f) {
 						sum += ld(dy, o + j);
-						cnt += 1.f;
+						cnt += 1.0;
 					}
-				t = block_sum2(sum, cnt, red);
-				mean = t.y > 0.f ? t.x / t.y : 0.f;
+				t = block_sum2d(sum, cnt, redd);
+				mean = t.y > 0.0 ? t.x / t.y : 0.0;
 				for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
 					st((T *)a.dx, o + j, ld(y, o + j) > 0.f ?
-					    ld(dy, o + j) - mean : 0.f);
+					    (float)((double)ld(dy, o + j) - mean) :
+					    0.f);
 			}
 		}
 	}

@@ -166,6 +166,36 @@ block_sum2(float a, float b, float *sh)
 	return make_float2(a, b);
 }
 
+/* block_sum2 at double precision (sh holds 64 doubles): sparsemax's
+ * backward takes dy less the support's mean, which on a support of
+ * nearly equal dy is far smaller than dy; a mean summed and rounded in
+ * float would leave that difference with dy's rounding error (1.3e-5
+ * relative, seen on the CPU before it summed in double). */
+__device__ __forceinline__ double2
+block_sum2d(double a, double b, double *sh)
+{
+	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	int nw = (blockDim.x + 31) >> 5;
+
+	for (int o = 16; o > 0; o >>= 1) {
+		a += __shfl_xor_sync(0xffffffffu, a, o);
+		b += __shfl_xor_sync(0xffffffffu, b, o);
+	}
+	__syncthreads();
+	if (lane == 0) {
+		sh[w] = a;
+		sh[32 + w] = b;
+	}
+	__syncthreads();
+	a = lane < nw ? sh[lane] : 0.0;
+	b = lane < nw ? sh[32 + lane] : 0.0;
+	for (int o = 16; o > 0; o >>= 1) {
+		a += __shfl_xor_sync(0xffffffffu, a, o);
+		b += __shfl_xor_sync(0xffffffffu, b, o);
+	}
+	return make_double2(a, b);
+}
+
 /* One pass on the default stream, for ref_cuda_bench. */
 typedef cudaError_t (*ref_cuda_pass_fn)(void *arg);
 

@@ -353,6 +353,7 @@ k_softmax_v(row_args a)
 {
 	constexpr int V = vec<T>::N;
 	__shared__ float red[64];
+	__shared__ double redd[KIND == V_SOFTMAX ? 1 : 64];
 	const int nv = a.nv, tid = threadIdx.x, bd = blockDim.x;
 
 	for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
@@ -447,7 +448,8 @@ k_softmax_v(row_args a)
 		if (!a.bwd)
 			continue;
 		{
-			float d[KV][V], s = 0.f, cnt = 0.f, dot;
+			float d[KV][V], s = 0.f, cnt = 0.f, dot = 0.f;
+			double ds = 0.0, dmean = 0.0;
 
 #pragma unroll
 			for (int k = 0; k < KV; k++) {
@@ -464,7 +466,7 @@ k_softmax_v(row_args a)
 					if (KIND == V_SOFTMAX) {
 						s += d[k][e] * yv[k][e];
 					} else if (yv[k][e] > 0.f) {
-						s += d[k][e];
+						ds += d[k][e];
 						cnt += 1.f;
 					}
 				}
@@ -472,9 +474,9 @@ k_softmax_v(row_args a)
 			if (KIND == V_SOFTMAX) {
 				dot = block_reduce<false>(s, red);
 			} else {
-				float2 t = block_sum2(s, cnt, red);
+				double2 t = block_sum2d(ds, cnt, redd);
 
-				dot = t.y > 0.f ? t.x / t.y : 0.f;
+				dmean = t.y > 0.0 ? t.x / t.y : 0.0;
 			}
 #pragma unroll
 			for (int k = 0; k < KV; k++) {
@@ -486,7 +488,8 @@ k_softmax_v(row_args a)
 				for (int e = 0; e < V; e++)
 					d[k][e] = KIND == V_SOFTMAX ?
 					    yv[k][e] * (d[k][e] - dot) :
-					    yv[k][e] > 0.f ? d[k][e] - dot : 0.f;
+					    yv[k][e] > 0.f ?
+					    (float)((double)d[k][e] - dmean) : 0.f;
 				((uint4 *)a.dx)[o + c] = vec<T>::store(d[k]);
 			}
 		}
