@@ -384,8 +384,15 @@ k_flce(struct cm *c, struct terms *t)
  * so its KL term needs the reference model's log-probabilities: both
  * heads' logits are computed.
  * forward: read x, ref_x, W, W_ref, the tokens; 2 × 2·BT·H·V.
- * backward: 0 (Liger computes the gradients during forward).
- * full: + write dx and dW; + 4·BT·H·V.
+ * backward: the script's `y.backward(retain_graph=True)` after a forward
+ *   that made the gradients (Liger's design) hands them over: its
+ *   grad_to_none names x alone, so x's gradient is written anew (read the
+ *   stored one, write dx: 2·BT·H·s) and W's is added to what the earlier
+ *   repetitions left (read both, write: 3·V·H·s). The upstream scalar is
+ *   1 (backward() on the scalar loss); no FLOPs.
+ * full: + write dx and dW; + 4·BT·H·V. A full pass makes the gradients
+ *   where it writes them: the backward's hand-over bytes are not added
+ *   (shared).
  * resident: x, ref_x, W, W_ref, tokens; full adds dW.
  */
 static int
@@ -399,12 +406,15 @@ k_grpo(struct cm *c, struct terms *t)
 	w = v * h * s;
 	t->fb = 2 * x + 2 * w + 8 * bt;
 	t->ff = 4 * bt * h * v;
+	t->bb = 2 * x + 3 * w;
+	t->shared = t->bb;
 	t->xb = x + w;
 	t->xf = 4 * bt * h * v;
 	t->rf = t->rb = 2 * x + 2 * w + 8 * bt;
 	t->rfull = t->rf + w;
 	c->out->model = "fused_linear_grpo_loss: 2·BT·H·s + 2·V·H·s + 8BT, "
-	    "4·BT·H·V | full + BT·H·s + V·H·s, 8·BT·H·V";
+	    "4·BT·H·V | bwd 2·BT·H·s + 3·V·H·s | full + BT·H·s + V·H·s, "
+	    "8·BT·H·V";
 	return KI_OK;
 }
 

@@ -10,7 +10,10 @@
  * "backward" scales the stored gradients by the upstream gradient (a random
  * scalar in Liger's scripts) and, where the script made the input through
  * a softmax or log_softmax, runs that operation's backward: work the
- * reference program does not implement yet. */
+ * reference program implements for jsd and tvd, and for GRPO (its input a
+ * leaf: the stored gradients handed over, the head's added to its
+ * accumulated gradient), the only losses whose backward rows are in
+ * Liger's data. */
 static const char LOSS_BWD[] = "the reference program does not implement "
 	"the backward of a loss whose gradient is computed in its forward pass "
 	"(scaling the stored gradients by the upstream gradient, and the "
@@ -50,8 +53,8 @@ static const struct ref_cover table[] = {
 	{ "fused_linear_cpo_loss", FWD_FULL, LOSS_BWD },
 	{ "fused_linear_simpo_loss", FWD_FULL, LOSS_BWD },
 	{ "kto_loss", FWD_FULL, LOSS_BWD },
-	{ "fused_linear_grpo_loss_token", FWD_FULL, LOSS_BWD },
-	{ "fused_linear_grpo_loss_sequence", FWD_FULL, LOSS_BWD },
+	{ "fused_linear_grpo_loss_token", ALL, NULL },
+	{ "fused_linear_grpo_loss_sequence", ALL, NULL },
 	{ "distill_jsd_loss", FWD_FULL, LOSS_BWD },
 	{ "distill_cosine_loss", FWD_FULL, LOSS_BWD },
 };

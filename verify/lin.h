@@ -30,15 +30,29 @@ enum lin_kind {
 	LK_LOSS,      /* written by the forward: float32 scalars */
 	LK_OUT1,      /* written by the backward, in the workload's dtype */
 	LK_SAVED,     /* kept from the forward for the backward, fp32 */
+	LK_ACC,       /* an input of the backward alone, in the workload's
+	               * dtype: a parameter's gradient left by the earlier
+	               * repetitions of the timing loop, which the backward
+	               * adds to (the script resets only the input's) */
 };
 
-#define LIN_MAX_SLOTS 16
+#define LIN_MAX_SLOTS 20
 
 struct lin_slot {
 	const char *name;
 	enum lin_kind kind;
 	int64_t n;            /* elements */
+	int from;             /* LK_ACC: the saved slot whose value, rounded
+	                       * to the dtype, it starts from (the gradient one
+	                       * earlier repetition added) */
 };
+
+/* The parts of a computation. A loss whose gradients Liger's forward
+ * makes (stored_bwd) has two more: LP_STORE is that forward (the loss,
+ * and the gradients into saved slots), LP_APPLY the script's backward
+ * after it (the stored gradients times the upstream scalar, written to
+ * the input's gradient and added to the accumulators). */
+enum lin_part { LP_FORWARD, LP_BACKWARD, LP_STORE, LP_APPLY };
 
 /* One workload's shape and loss settings. */
 struct lin_shape {
@@ -46,6 +60,7 @@ struct lin_shape {
 	int64_t h, v;         /* hidden; vocabulary (MLP: intermediate) */
 	int bias;             /* the heads have a bias */
 	double beta, gamma;   /* the loss's settings (as Liger's defaults) */
+	double eps_low, eps_high; /* GRPO: the ratio's clip range */
 	double w_hard, w_soft;
 	int64_t ignore;       /* ignore_index */
 	int seq_level;        /* GRPO: importance ratio per sequence */
@@ -60,9 +75,9 @@ struct lin_shape {
 
 struct lin_family;
 
-/* The computation of part 0 (forward) or 1 (backward, after a forward on
- * the same slots) in float or double; v[i] is slot i as an array of the
- * type (targets: int64_t). */
+/* The computation of a part (enum lin_part; LP_BACKWARD after an
+ * LP_FORWARD on the same slots, LP_APPLY after an LP_STORE) in float or
+ * double; v[i] is slot i as an array of the type (targets: int64_t). */
 typedef void lin_run_f(const struct lin_shape *s, int part, void *const *v,
 	float *scratch);
 typedef void lin_run_d(const struct lin_shape *s, int part, void *const *v,
@@ -85,6 +100,9 @@ struct lin_family {
 	lin_run_f *run_f;
 	lin_run_d *run_d;
 	int paired;           /* batch halves are chosen and rejected */
+	int stored_bwd;       /* the backward pass is LP_APPLY: the script's
+	                       * backward of a loss whose gradients its
+	                       * forward made */
 };
 
 /* The family named kernel, or NULL. */
@@ -93,6 +111,16 @@ const struct lin_family *lin_find(const char *kernel);
 /* Matrix products of the shape's forward pass (2 per multiply-add). */
 double lin_forward_flops(const struct lin_family *f,
 	const struct lin_shape *s);
+
+/* For a gradient check of GRPO away from the script's point (where the
+ * importance ratio is 1): after a float64 forward on v (the double
+ * slots), sets the advantages to alternate in sign (|A| ≥ 0.5) and the
+ * old policy's log-probabilities to this point's less an offset d, held
+ * fixed from now on (s->old_fixed), so that the ratios are e^d: e^±0.1
+ * inside the clip range, e^±0.5 outside it on both sides, each far from
+ * the range's ends. Writes each token's ratio into ratio (b·t
+ * elements). */
+void lin_grpo_checkpoint(struct lin_shape *s, void *const *v, double *ratio);
 
 /* The CPU backend's budget for a forward's matrix products (with the
  * tensors' REF_CPU_MAX_ELEMS): a shape past it is halved and the result

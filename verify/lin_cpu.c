@@ -22,7 +22,7 @@ stored(enum lin_kind k)
 static int
 is_input(enum lin_kind k)
 {
-	return k == LK_IN || k == LK_IN1 || k == LK_TARGET;
+	return k == LK_IN || k == LK_IN1 || k == LK_TARGET || k == LK_ACC;
 }
 
 /* Bytes of one stored element of slot kind k. */
@@ -109,28 +109,57 @@ store_outputs(struct lcpu *c, enum lin_kind k)
 }
 
 /* One pass: the forward (fwd), the backward (bwd, after a forward on the
- * same slots) or both. */
+ * same slots, or for a stored_bwd family after lcpu_prepare_bwd) or both.
+ * Each converts the inputs it reads from the dtype: the backward alone of
+ * a stored_bwd family reads only its own (the upstream scalar and the
+ * accumulated gradients), as the script's backward reads nothing else. */
 static void
 lcpu_pass(struct lcpu *c, int fwd, int bwd)
 {
 	const struct lin_shape *s = c->s;
-	int i;
+	int i, apply = bwd && !fwd && c->f->stored_bwd;
 
 	for (i = 0; i < s->nslots; i++) {
 		const struct lin_slot *sl = &s->slot[i];
 
-		if (sl->n > 0 && (sl->kind == LK_IN ||
-		    (sl->kind == LK_IN1 && bwd)))
+		if (sl->n > 0 && ((sl->kind == LK_IN && !apply) ||
+		    (sl->kind == LK_IN1 && bwd) || (sl->kind == LK_ACC &&
+		    apply)))
 			load_f(c->work[i], c->host[i], sl->n, c->dt);
 	}
 	if (fwd) {
-		c->f->run_f(s, 0, c->v, c->scratch);
+		c->f->run_f(s, LP_FORWARD, c->v, c->scratch);
 		store_outputs(c, LK_OUT0);
 	}
 	if (bwd) {
-		c->f->run_f(s, 1, c->v, c->scratch);
+		c->f->run_f(s, apply ? LP_APPLY : LP_BACKWARD, c->v,
+		    c->scratch);
 		store_outputs(c, LK_OUT1);
 	}
+}
+
+/* What the backward alone reads, made before it is timed or checked: a
+ * forward; for a stored_bwd family the forward that stores the gradients
+ * (LP_STORE), and each accumulator as one earlier repetition left it (its
+ * source slot rounded to the dtype). */
+static void
+lcpu_prepare_bwd(struct lcpu *c)
+{
+	const struct lin_shape *s = c->s;
+	int i;
+
+	if (!c->f->stored_bwd) {
+		lcpu_pass(c, 1, 0);
+		return;
+	}
+	for (i = 0; i < s->nslots; i++)
+		if (s->slot[i].n > 0 && s->slot[i].kind == LK_IN)
+			load_f(c->work[i], c->host[i], s->slot[i].n, c->dt);
+	c->f->run_f(s, LP_STORE, c->v, c->scratch);
+	for (i = 0; i < s->nslots; i++)
+		if (s->slot[i].kind == LK_ACC)
+			store_f(c->host[i], c->work[s->slot[i].from],
+			    s->slot[i].n, c->dt);
 }
 
 static void
@@ -270,7 +299,9 @@ rel_error(const void *got, const double *want, int64_t n, enum api_dtype t,
 }
 
 /* Recomputes the pass in float64 from the inputs in c->host and compares
- * every element of its outputs. */
+ * every element of its outputs (a stored_bwd family's backward alone:
+ * its storing forward and the backward, from the same inputs and
+ * accumulators). */
 static int
 check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 {
@@ -290,7 +321,8 @@ check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 		if (work[i] == NULL)
 			goto out;
 		v[i] = work[i];
-		if (sl->kind == LK_IN || sl->kind == LK_IN1)
+		if (sl->kind == LK_IN || sl->kind == LK_IN1 ||
+		    sl->kind == LK_ACC)
 			for (int64_t j = 0; j < sl->n; j++)
 				work[i][j] = ref_elem(c->host[i], (size_t)j,
 				    c->dt);
@@ -299,9 +331,14 @@ check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 	    sizeof(double));
 	if (scratch == NULL)
 		goto out;
-	c->f->run_d(s, 0, v, scratch);
-	if (bwd)
-		c->f->run_d(s, 1, v, scratch);
+	if (bwd && !fwd && c->f->stored_bwd) {
+		c->f->run_d(s, LP_STORE, v, scratch);
+		c->f->run_d(s, LP_APPLY, v, scratch);
+	} else {
+		c->f->run_d(s, LP_FORWARD, v, scratch);
+		if (bwd)
+			c->f->run_d(s, LP_BACKWARD, v, scratch);
+	}
 	for (i = 0; i < s->nslots; i++) {
 		enum lin_kind k = s->slot[i].kind;
 		int nan = 0;
@@ -377,7 +414,7 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	fill_inputs(&c, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)
-		lcpu_pass(&c, 1, 0);
+		lcpu_prepare_bwd(&c);
 	rc = ref_cpu_bench(job, lcpu_pass_job, &cj, r, err, errlen);
 	if (rc != KI_OK)
 		goto out;
@@ -386,7 +423,7 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	/* Correctness on fresh inputs, outputs poisoned with NaN. */
 	fill_inputs(&c, &rng);
 	if (!fwd)
-		lcpu_pass(&c, 1, 0);
+		lcpu_prepare_bwd(&c);
 	poison(&c, fwd, bwd);
 	if (getenv("KIREF_FAULT") != NULL)
 		c.fault = atoi(getenv("KIREF_FAULT"));

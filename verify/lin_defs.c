@@ -16,7 +16,10 @@
 enum { ML_X, ML_WG, ML_WU, ML_WD, ML_Y, ML_DY, ML_DX, ML_DWG, ML_DWU,
 	ML_DWD, ML_G, ML_U };
 enum { LL_X, LL_W, LL_B, LL_X2, LL_W2, LL_B2, LL_T, LL_T2, LL_AUX, LL_LOSS,
-	LL_DX, LL_DW, LL_DB, LL_Z, LL_Z2, LL_ST };
+	LL_DX, LL_DW, LL_DB, LL_Z, LL_Z2, LL_ST,
+	/* GRPO's backward alone: the upstream scalar, the head's gradient
+	 * from the earlier repetitions, the gradients its forward stored */
+	LL_DO, LL_ACC, LL_GX, LL_GW };
 /* Per-row values a loss keeps: lse, the second head's lse, the two
  * coefficients, the log-probabilities of the targets and the reference's. */
 #define ST_W 8
@@ -219,6 +222,7 @@ parse_grpo(struct json_object *p, struct lin_shape *s, char *err,
 	if (parse_head(p, s, err, errlen))
 		return -1;
 	s->seq_level = seq_level;
+	s->eps_low = s->eps_high = 0.2;
 	return 0;
 }
 
@@ -275,7 +279,7 @@ static void
 slot(struct lin_shape *s, int i, const char *name, enum lin_kind k,
 	int64_t n)
 {
-	s->slot[i] = (struct lin_slot){ name, k, n };
+	s->slot[i] = (struct lin_slot){ name, k, n, 0 };
 	if (i + 1 > s->nslots)
 		s->nslots = i + 1;
 }
@@ -340,7 +344,7 @@ layout_orpo(struct lin_shape *s)
 {
 	layout_loss(s, s->h, 0, 0, 0, 1);
 	s->slot[LL_T2] = (struct lin_slot){ "nll_target", LK_TARGET,
-	    s->b * s->t };
+	    s->b * s->t, 0 };
 }
 
 static void
@@ -348,15 +352,26 @@ layout_kto(struct lin_shape *s)
 {
 	layout_loss(s, s->h, 1, 0, 1, 0);
 	s->slot[LL_T2] = (struct lin_slot){ "preference_labels", LK_TARGET,
-	    s->b };
+	    s->b, 0 };
 	s->slot[LL_AUX].name = "kl";
 }
 
+/* GRPO: x requires grad and the head has no bias (the script's module);
+ * the backward alone reads the upstream scalar, the stored gradients and
+ * the head's accumulated gradient (LL_ACC, starting from one repetition's
+ * gradient), and writes dinput and dweight. */
 static void
 layout_grpo(struct lin_shape *s)
 {
+	int64_t rows = s->b * s->t, nw = s->v * s->h;
+
 	layout_loss(s, s->h, 1, 0, 0, 1);
-	s->slot[LL_AUX] = (struct lin_slot){ "advantages", LK_IN, s->b };
+	s->slot[LL_AUX] = (struct lin_slot){ "advantages", LK_IN, s->b, 0 };
+	slot(s, LL_DO, "dloss", LK_IN1, 1);
+	slot(s, LL_ACC, "weight.grad", LK_ACC, nw);
+	s->slot[LL_ACC].from = LL_GW;
+	slot(s, LL_GX, "stored_dinput", LK_SAVED, rows * s->h);
+	slot(s, LL_GW, "stored_dweight", LK_SAVED, nw);
 }
 
 static void
@@ -473,6 +488,17 @@ prep_head(const struct lin_shape *s, void *const *h, enum api_dtype dt,
 	linear_init(h[LL_B2], s->slot[LL_B2].n, s->h, dt, rng);
 }
 
+/* GRPO: the heads as nn.Linear's; advantages standard normal (the
+ * default fill); the upstream scalar 1, as `y.backward()` on the scalar
+ * loss gives it. */
+static void
+prep_grpo(const struct lin_shape *s, void *const *h, enum api_dtype dt,
+	uint64_t *rng)
+{
+	prep_head(s, h, dt, rng);
+	put(h[LL_DO], 0, 1, dt);
+}
+
 /* KTO: a random number of targets in [1, B·T/2) set to ignore_index;
  * preference labels 0 or 1. */
 static void
@@ -520,33 +546,33 @@ prep_distill(const struct lin_shape *s, void *const *h, enum api_dtype dt,
 
 static const struct lin_family families[] = {
 	{ "swiglu", parse_mlp, layout_mlp, params_mlp, prep_mlp,
-	  RUN(swiglu_run), 0 },
+	  RUN(swiglu_run), 0, 0 },
 	{ "tiled_swiglu", parse_mlp, layout_mlp, params_mlp, prep_mlp,
-	  RUN(swiglu_run), 0 },
+	  RUN(swiglu_run), 0, 0 },
 	{ "geglu", parse_mlp, layout_mlp, params_mlp, prep_mlp,
-	  RUN(geglu_run), 0 },
+	  RUN(geglu_run), 0, 0 },
 	{ "tiled_geglu", parse_mlp, layout_mlp, params_mlp, prep_mlp,
-	  RUN(geglu_run), 0 },
+	  RUN(geglu_run), 0, 0 },
 	{ "fused_linear_cross_entropy", parse_head, layout_flce, params_tokens,
-	  prep_head, RUN(flce_run), 0 },
+	  prep_head, RUN(flce_run), 0, 0 },
 	{ "fused_linear_orpo_loss", parse_paired, layout_orpo, params_batch,
-	  prep_head, RUN(orpo_run), 1 },
+	  prep_head, RUN(orpo_run), 1, 0 },
 	{ "fused_linear_cpo_loss", parse_paired, layout_flce, params_batch,
-	  prep_head, RUN(cpo_run), 1 },
+	  prep_head, RUN(cpo_run), 1, 0 },
 	{ "fused_linear_simpo_loss", parse_paired, layout_flce, params_batch,
-	  prep_head, RUN(simpo_run), 1 },
+	  prep_head, RUN(simpo_run), 1, 0 },
 	{ "kto_loss", parse_kto, layout_kto, params_batch, prep_kto,
-	  RUN(kto_run), 0 },
+	  RUN(kto_run), 0, 0 },
 	{ "fused_linear_grpo_loss_token", parse_grpo_token, layout_grpo,
-	  params_batch, prep_head, RUN(grpo_run), 0 },
+	  params_batch, prep_grpo, RUN(grpo_run), 0, 1 },
 	{ "fused_linear_grpo_loss_sequence", parse_grpo_seq, layout_grpo,
-	  params_batch, prep_head, RUN(grpo_run), 0 },
+	  params_batch, prep_grpo, RUN(grpo_run), 0, 1 },
 	{ "fused_linear_jsd", parse_fljsd, layout_fljsd, params_tokens,
-	  prep_fljsd, RUN(fljsd_run), 0 },
+	  prep_fljsd, RUN(fljsd_run), 0, 0 },
 	{ "distill_jsd_loss", parse_distill, layout_distill, params_tokens,
-	  prep_distill, RUN(djsd_run), 0 },
+	  prep_distill, RUN(djsd_run), 0, 0 },
 	{ "distill_cosine_loss", parse_distill, layout_distill, params_tokens,
-	  prep_distill, RUN(dcos_run), 0 },
+	  prep_distill, RUN(dcos_run), 0, 0 },
 };
 
 const struct lin_family *
@@ -662,4 +688,25 @@ lin_cpu_matmul_rate(void)
 	ref_stats(t, 7, &p50, &p20, &p80);
 	free(a);
 	return p50 > 0 ? 2.0 * (double)(n * n * n) / p50 : 0;
+}
+
+void
+lin_grpo_checkpoint(struct lin_shape *s, void *const *v, double *ratio)
+{
+	static const double tok[4] = { 0.5, -0.1, -0.5, 0.1 };
+	static const double seq[6] = { 0.5, 0.5, -0.5, -0.5, 0.1, -0.1 };
+	double *st = v[LL_ST], *adv = v[LL_AUX];
+	int64_t b, t;
+
+	for (b = 0; b < s->b; b++) {
+		adv[b] = (b % 2 ? -1 : 1) * (0.5 + fabs(adv[b]));
+		for (t = 0; t < s->t; t++) {
+			int64_t r = b * s->t + t;
+			double d = s->seq_level ? seq[b % 6] : tok[(b + t) % 4];
+
+			st[r * ST_W + 7] = st[r * ST_W + 4] - d;
+			ratio[r] = exp(d);
+		}
+	}
+	s->old_fixed = 1;
 }

@@ -2,11 +2,13 @@
 """test_verify_linear — the families over linear layers (the gated MLPs and
 the losses over a language-model head) get a verdict from a CPU measurement:
 every speed row of theirs in Liger's data converts, as `kernelindex import
-liger` converts it, to a workload `kernelindex-ref --plan` takes (a loss's
-backward excepted: its gradient is made in the forward pass, and it is
-refused); one imported run of each family is verified end to end, its shape
-halved to the CPU's budget, its outputs checked in float64, and a prediction
-for the run's GPU given, never a CPU/GPU ratio.
+liger` converts it, to a workload `kernelindex-ref --plan` takes, GRPO's
+backward rows included (Liger's forward makes a loss's gradients; the
+script's backward hands them over, and the reference measures that); every
+GRPO backward workload of the data is measured and checked on the CPU; one
+imported run of each family, and GRPO's backward runs, are verified end to
+end, the shape halved to the CPU's budget, the outputs checked in float64,
+and a prediction for the run's GPU given, never a CPU/GPU ratio.
 
 Environment: KI_DAEMON, KI_CLI and KI_REF (see kitest); KI_SRCDIR for the
 test data (tests/data/verify/liger-rows.csv)."""
@@ -32,6 +34,7 @@ PREDICTED = ('WithinPrediction', 'SlowerThanPrediction', 'FasterThanPrediction',
              'FasterThanFloor')
 
 MLPS = ['swiglu', 'geglu', 'tiled_swiglu', 'tiled_geglu']
+GRPO = ['fused_linear_grpo_loss_token', 'fused_linear_grpo_loss_sequence']
 LOSSES = ['fused_linear_cross_entropy', 'fused_linear_jsd',
           'fused_linear_orpo_loss', 'fused_linear_cpo_loss',
           'fused_linear_simpo_loss', 'kto_loss',
@@ -55,8 +58,9 @@ def plan(spec):
     return p.returncode, p.stdout
 
 
-@test
-def every_linear_speed_row_converts_to_a_workload_the_reference_takes():
+def data_specs():
+    """The speed rows per family and the distinct workloads of the data's
+    rows of these families, as `kernelindex import liger` converts them."""
     p = subprocess.run([CLI, 'import', 'liger', CSV, '--dry-run', '-o',
                         'ndjson'], capture_output=True, text=True,
                        timeout=300)
@@ -70,19 +74,24 @@ def every_linear_speed_row_converts_to_a_workload_the_reference_takes():
             continue
         rows[spec['kernel']] += 1
         specs[json.dumps(spec, sort_keys=True)] = spec
+    return rows, specs
+
+
+@test
+def every_linear_speed_row_converts_to_a_workload_the_reference_takes():
+    rows, specs = data_specs()
     eq(dict(rows), SPEED_ROWS, 'speed rows per family')
     cov = json.loads(subprocess.run([REF, '--coverage'], capture_output=True,
                                     text=True, timeout=30).stdout)
-    refused = 0
+    grpo_bwd = 0
     for spec in specs.values():
         what = json.dumps(spec, sort_keys=True)
         rc, out = plan(spec)
-        if spec['pass'] == 'backward' and spec['kernel'] in LOSSES:
-            check('backward' not in cov[spec['kernel']], 'not covered: ' + what)
-            eq(rc, 3, 'refused: %s: %s' % (what, out))
-            check('computed in its forward' in out, out)
-            refused += 1
-            continue
+        if spec['pass'] == 'backward':
+            check(spec['kernel'] in MLPS + GRPO,
+                  'the data\'s backward rows are the MLPs\' and GRPO\'s: ' +
+                  what)
+            grpo_bwd += spec['kernel'] in GRPO
         check(spec['pass'] in cov.get(spec['kernel'], []), 'covered: ' + what)
         eq(rc, 0, 'planned: %s: %s' % (what, out))
         got = json.loads(out)
@@ -91,7 +100,38 @@ def every_linear_speed_row_converts_to_a_workload_the_reference_takes():
         # The data's H 4096 (1024 for KTO) and V 128256 or I 11008/4096
         # are past the CPU's budgets: always halved.
         check(got['scaled'] is True and got['parameters'], 'halved: ' + out)
-    check(refused > 0, 'GRPO\'s backward rows are among them')
+    # B 2, 4, 8, 16 at each importance-sampling level.
+    eq(grpo_bwd, 8, 'GRPO\'s distinct backward workloads')
+
+
+@test
+def every_grpo_backward_workload_of_the_data_is_measured_and_checked():
+    _, specs = data_specs()
+    done = 0
+    for spec in specs.values():
+        if spec['kernel'] not in GRPO or spec['pass'] != 'backward':
+            continue
+        what = json.dumps(spec, sort_keys=True)
+        req = {'workload': spec, 'backend': 'cpu', 'maxSeconds': 60,
+               'protocol': {'measurement': {'warmupMs': 5, 'repMs': 20}}}
+        p = subprocess.run([REF], input=json.dumps(req), capture_output=True,
+                           text=True, timeout=120)
+        eq(p.returncode, 0, '%s: %s %s' % (what, p.stdout, p.stderr))
+        res = json.loads(p.stdout)
+        check(res['correct'] is True and res['checkedOutputs'] > 0 and
+              res['maxRelError'] <= res['tolerance'],
+              'checked in float64: %s: %s' % (what, p.stdout))
+        check(res['scaled'] is True and res['latencyNs']['median'] > 0,
+              'measured, halved: ' + p.stdout)
+        # The hand-over's bytes: x's gradient read and written, the head's
+        # read twice (stored and accumulated) and written; no FLOPs.
+        par = res['ran']['parameters']
+        s = 4 if spec['dtype'] == 'float32' else 2
+        eq(res['floor']['bytes'],
+           (2 * par['batch'] * par['seq'] * par['hidden'] +
+            3 * par['vocab'] * par['hidden']) * s, 'floor bytes: ' + what)
+        done += 1
+    eq(done, 8, 'GRPO backward workloads measured')
 
 
 def imported(d):
@@ -151,14 +191,23 @@ def one_run_of_each_linear_family_gets_a_verdict_from_a_measurement():
               'a prediction, no CPU/GPU ratio: ' + what)
         check(st['prediction']['floorNs'] > 0, 'a floor: %s' % what)
         eq(conditions(st)['Complete'], ('True', 'Measured'), what)
-    # A loss's backward: answered at once, nothing measured.
-    runs = [r for r in runs_of(d, 'fused_linear_grpo_loss_token')
-            if r['metadata']['labels']['pass'] == 'backward']
-    check(runs, 'a grpo backward run was imported')
-    st = verify(d, 'lin-bwd', runs[0]['metadata']['name'])
-    eq((st['verdict'], st['reason']), ('Unverifiable', 'NoReference'),
-       'a loss\'s backward: %s' % st.get('message'))
-    check('result' not in st, 'nothing measured')
+    # GRPO's backward: the stored gradients handed over, measured.
+    for i, kernel in enumerate(GRPO):
+        runs = [r for r in runs_of(d, kernel)
+                if r['metadata']['labels']['pass'] == 'backward']
+        check(runs, 'a %s backward run was imported' % kernel)
+        st = verify(d, 'lin-bwd-%d' % i, runs[0]['metadata']['name'],
+                    timeout=240)
+        what = '%s backward: %s' % (kernel, st.get('message'))
+        eq(st['phase'], 'Succeeded', what)
+        res = st['result']
+        check(res['backend'] == 'cpu' and res['correct'] is True and
+              res['checkedOutputs'] > 0, 'float64 check: %s %s' % (what, res))
+        check(st['verdict'] in ('Consistent', 'Implausible') and
+              st['reason'] in PREDICTED, 'a verdict: ' + what)
+        check('ratio' not in st and st['prediction']['floorNs'] > 0,
+              'a prediction, no CPU/GPU ratio: ' + what)
+        eq(conditions(st)['Complete'], ('True', 'Measured'), what)
 
 
 if __name__ == '__main__':

@@ -179,7 +179,11 @@ test_geglu(void)
 /* fused_linear_grpo_loss_*: the script's β = 0.1 makes the loss need the
  * reference head's log-probabilities too, so its forward is two heads'
  * products, B 2, T 1024, H 4096, V 128256: 4·2048·4096·128256 FLOPs, and
- * reads x, ref_x, W, W_ref and the tokens; full adds dx and dW. */
+ * reads x, ref_x, W, W_ref and the tokens; full adds dx and dW. The
+ * backward alone hands over the gradients Liger's forward made: x's
+ * written anew (read, write), W's added to its accumulated gradient
+ * (read both, write), no FLOPs — not 0 bytes: the script resets only x's
+ * gradient between repetitions. */
 static void
 test_grpo_two_heads(void)
 {
@@ -196,6 +200,10 @@ test_grpo_two_heads(void)
 	    p, &c), KI_OK);
 	CU_ASSERT_DOUBLE_EQUAL(c.flops, 8.0 * 2048 * 4096 * 128256, 0);
 	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x + 3 * w + 8 * 2048, 0);
+	CU_ASSERT_EQUAL(est("fused_linear_grpo_loss_token", "backward", NULL,
+	    p, &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 0, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * x + 3 * w, 0);
 }
 
 /* megatron_*: the script's "backward" is forward+backward. */
