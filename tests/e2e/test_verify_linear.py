@@ -200,6 +200,8 @@ def one_run_of_each_linear_family_gets_a_verdict_from_a_measurement():
                     timeout=240)
         what = '%s backward: %s' % (kernel, st.get('message'))
         eq(st['phase'], 'Succeeded', what)
+        check(st.get('reason') != 'NoReference' and 'result' in st,
+              'measured, not NoReference: %s %s' % (what, st.get('reason')))
         res = st['result']
         check(res['backend'] == 'cpu' and res['correct'] is True and
               res['checkedOutputs'] > 0, 'float64 check: %s %s' % (what, res))
