@@ -68,7 +68,8 @@ api_get_at(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 }
 
 void
-api_get_digest(api_ctx *ctx, const char *digest, api_resp *r)
+api_get_digest(api_ctx *ctx, const char *digest, uint64_t min_rv,
+	api_resp *r)
 {
 	uint8_t d[API_DIGEST_LEN];
 	store_txn *txn;
@@ -91,6 +92,13 @@ api_get_digest(api_ctx *ctx, const char *digest, api_resp *r)
 	r->immutable = 1;
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
+		return;
+	}
+	if (min_rv != 0 && min_rv > store_rv(txn)) {
+		api_resp_fail(r, 504, "Timeout", "resourceVersion", "Too large "
+		    "resource version: %llu, current: %llu",
+		    (unsigned long long)min_rv, (unsigned long long)store_rv(txn));
+		store_abort(txn);
 		return;
 	}
 	rc = store_get_by_digest(txn, d, &o);

@@ -225,8 +225,9 @@ void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 void api_get_at(api_ctx *ctx, const api_kind *k, const char *name,
 	size_t len, uint64_t min_rv, api_resp *r);
 /* GET objects/<digest>: the canonical content, immutable (its version is
- * the digest). */
-void api_get_digest(api_ctx *ctx, const char *digest, api_resp *r);
+ * the digest); a min_rv (0: any) the store has not reached is 504. */
+void api_get_digest(api_ctx *ctx, const char *digest, uint64_t min_rv,
+	api_resp *r);
 void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r);
 enum api_patch_type {

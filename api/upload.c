@@ -174,6 +174,35 @@ fill_run_digests(element *e, const int *ok, struct json_object *run)
 	}
 }
 
+/* A create takes no resourceVersion: the server gives one, and a client
+ * that sends one (an object read back and posted again) means to write
+ * at that version, which a create cannot honour. kube-apiserver answers
+ * 400, as here; "" and null are no version. v is borrowed; path prefixes
+ * the field named in e->st. */
+static void
+refuse_create_rv(element *e, struct json_object *v, const char *path)
+{
+	struct json_object *m, *rv;
+	char f[96];
+
+	if (!json_object_is_type(v, json_type_object) ||
+	    !json_object_object_get_ex(v, "metadata", &m) ||
+	    !json_object_is_type(m, json_type_object) ||
+	    !json_object_object_get_ex(m, "resourceVersion", &rv) || rv == NULL ||
+	    (json_object_is_type(rv, json_type_string) &&
+	    json_object_get_string_len(rv) == 0))
+		return;
+	snprintf(f, sizeof(f), "%s%smetadata.resourceVersion", path,
+	    *path ? "." : "");
+	if (e->st.code == 0)
+		api_status_fail(&e->st, 400, "BadRequest", "%s%sresourceVersion "
+		    "should not be set on objects to be created", path,
+		    *path ? ": " : "");
+	api_status_cause(&e->st, "FieldValueForbidden", f, "Forbidden: the "
+	    "server sets it (send the object without it, or change the stored "
+	    "one with a PUT or PATCH)");
+}
+
 /* Turns one JSON value (consumed) into e's documents: a bundle, or one
  * object (of kind expect, when non-NULL). prefix prefixes every cause.
  * rem (may be NULL): the bundle's parts taken from memory, and the bytes
@@ -189,6 +218,7 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 	if (!allow_bundle || !is_bundle(v)) {
 		struct json_object *spec = NULL;
 
+		refuse_create_rv(e, v, prefix);
 		api_doc_prepare(&e->docs[0], v, prefix, expect, &e->st, &e->unk);
 		e->ndocs = 1;
 		/* What a Threshold's schema cannot say (api/threshold.c). */
@@ -230,6 +260,7 @@ prepare_element(element *e, struct json_object *v, const char *prefix,
 		 * the server computes them, as it would check them. */
 		if (k->id == API_RUN)
 			fill_run_digests(e, ok, part);
+		refuse_create_rv(e, part, p);
 		api_doc_prepare(&e->docs[e->ndocs], json_object_get(part), p, k,
 		    &e->st, &e->unk);
 		ok[e->ndocs] = e->st.code == 0 && e->st.ncauses == causes &&

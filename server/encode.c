@@ -1,6 +1,7 @@
 /* server/encode.c — content negotiation, JSON as YAML, and gzip. */
 #include "server/encode.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -134,6 +135,143 @@ enc_accepts(const char *accept, int forms)
 			ok = 1;
 	}
 	return ok;
+}
+
+static int
+is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') ||
+	    (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+static size_t
+token_len(const char *p)
+{
+	size_t i = 0;
+
+	while (is_tchar((unsigned char)p[i]))
+		i++;
+	return i;
+}
+
+/* The quoted-string at p[*i] (its opening quote), read up to end:
+ * unescaped into val (cap bytes, NUL-ended; *over set when it did not
+ * fit), *i moved past the closing quote. Returns 0, or -1 when it is
+ * not one. */
+static int
+quoted(const char *p, size_t *i, size_t end, char *val, size_t cap,
+	int *over)
+{
+	size_t k = *i + 1, vl = 0;
+
+	for (; k < end && p[k] != '"'; k++) {
+		unsigned char c = (unsigned char)p[k];
+
+		if (c == '\\' && ++k < end)
+			c = (unsigned char)p[k];
+		else if (c == '\\')
+			return -1;
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return -1;
+		if (vl + 1 < cap)
+			val[vl++] = (char)c;
+		else
+			*over = 1;
+	}
+	val[vl] = '\0';
+	if (k >= end)
+		return -1;
+	*i = k + 1;
+	return 0;
+}
+
+int
+enc_content_type(const char *ct, char *mt, size_t n, const char **why)
+{
+	const char *p = ct, *names[16];
+	size_t nlens[16], np = 0, i, end, k;
+	int bad_charset = 0;
+
+	if (n > 0)
+		mt[0] = '\0';
+	*why = NULL;
+	if (ct == NULL)
+		return 0;
+	/* The field's own whitespace, before and after the value. */
+	p += strspn(p, " \t");
+	for (end = strlen(p); end > 0 && (p[end - 1] == ' ' ||
+	    p[end - 1] == '\t'); end--)
+		;
+	if (end == 0)
+		return 0;
+	i = token_len(p);
+	if (i == 0 || p[i] != '/' || token_len(p + i + 1) == 0) {
+		*why = "it does not start with a type/subtype";
+		return ENC_CT_BAD;
+	}
+	i += 1 + token_len(p + i + 1);
+	for (k = 0; k < i && k + 1 < n; k++)
+		mt[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+	if (n > 0)
+		mt[k] = '\0';
+	while (i < end) {
+		char val[32];
+		size_t name, nl;
+		int over = 0;
+
+		i += strspn(p + i, " \t");
+		if (p[i] != ';') {
+			*why = "parameters follow the type after a \";\"";
+			return ENC_CT_BAD;
+		}
+		i++;
+		i += strspn(p + i, " \t");
+		if (i >= end || p[i] == ';')
+			continue;   /* an empty parameter */
+		name = i;
+		nl = token_len(p + i);
+		if (nl == 0 || p[i + nl] != '=') {
+			*why = "a parameter is a name, \"=\" and a value, with no "
+			    "space around the \"=\"";
+			return ENC_CT_BAD;
+		}
+		i += nl + 1;
+		if (p[i] == '"') {
+			if (quoted(p, &i, end, val, sizeof(val), &over) != 0) {
+				*why = "a quoted parameter value is not closed, or holds "
+				    "a control character";
+				return ENC_CT_BAD;
+			}
+		} else {
+			size_t vl = token_len(p + i);
+
+			if (vl == 0) {
+				*why = "a parameter's value is a token or a quoted "
+				    "string";
+				return ENC_CT_BAD;
+			}
+			over = vl >= sizeof(val);
+			snprintf(val, sizeof(val), "%.*s", (int)vl, p + i);
+			i += vl;
+		}
+		for (k = 0; k < np; k++)
+			if (nlens[k] == nl && strncasecmp(names[k], p + name,
+			    nl) == 0) {
+				*why = "a parameter is given twice";
+				return ENC_CT_BAD;
+			}
+		if (np == sizeof(names) / sizeof(names[0])) {
+			*why = "it has more than 16 parameters";
+			return ENC_CT_BAD;
+		}
+		names[np] = p + name;
+		nlens[np++] = nl;
+		if (nl == 7 && strncasecmp(p + name, "charset", 7) == 0)
+			bad_charset = over || (strcasecmp(val, "utf-8") != 0 &&
+			    strcasecmp(val, "utf8") != 0);
+	}
+	return bad_charset ? ENC_CT_CHARSET : 0;
 }
 
 int

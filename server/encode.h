@@ -28,6 +28,19 @@ int enc_wants_yaml(const char *accept);
  * produces them? 0 when every range it names (with q above 0) is one the
  * endpoint cannot produce (406). */
 int enc_accepts(const char *accept, int forms);
+/* enc_content_type's refusals. */
+#define ENC_CT_BAD (-1)       /* not a media type as RFC 9110 writes one */
+#define ENC_CT_CHARSET (-2)   /* a charset other than UTF-8 */
+
+/* Reads a Content-Type value (NULL: absent) as RFC 9110 8.3.1 writes one:
+ * type "/" subtype, then parameters, each a token "=" a token or a
+ * quoted-string, whitespace allowed only around each ";". mt receives
+ * the type and subtype lower-cased (n bytes at most; "" when the value is
+ * absent, empty or refused before its type is read). Returns 0;
+ * ENC_CT_BAD with *why (static) saying what is wrong, a parameter named
+ * twice included (ambiguous: which one counts?); or ENC_CT_CHARSET for a
+ * charset other than UTF-8. */
+int enc_content_type(const char *ct, char *mt, size_t n, const char **why);
 /* Is a body of this Content-Type worth compressing (text, JSON, YAML)? */
 int enc_compressible(const char *content_type);
 

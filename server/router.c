@@ -131,6 +131,17 @@ static const char *const ARGS_UPDATE[] = { "dryRun", "fieldValidation",
 	"fieldManager", "force", NULL };
 static const char *const ARGS_DELETE[] = { "dryRun", "propagationPolicy",
 	"gracePeriodSeconds", "orphanDependents", NULL };
+/* The answers computed from the stored runs, and a read by digest. */
+static const char *const ARGS_FACETS[] = { "labelSelector", NULL };
+static const char *const ARGS_SERIES[] = { "labelSelector", "versionLabel",
+	"includeImplausible", "format", NULL };
+static const char *const ARGS_LEADERBOARD[] = { "gpu", "labelSelector",
+	"versionLabel", "includeImplausible", "format", NULL };
+static const char *const ARGS_COMPARE[] = { "baseline", "candidate",
+	"labelSelector", "versionLabel", "includeImplausible",
+	"thresholdPercent", "format", NULL };
+static const char *const ARGS_COMPARE_POST[] = { "format", NULL };
+static const char *const ARGS_DIGEST[] = { "resourceVersion", NULL };
 
 static int
 listed(const char *const *set, const char *name)
@@ -167,53 +178,36 @@ warn_unknown_args(const http_req *req, const char *const *known,
 	}
 }
 
-/* Media type without parameters, lower-cased, into out. */
+/* Media type without parameters, lower-cased, into out ("" when there is
+ * none or it is no media type: content_type_ok refuses those). */
 static void
 media_type(const char *ct, char *out, size_t n)
 {
-	size_t i = 0;
+	const char *why;
 
-	if (ct == NULL)
-		ct = "";
-	while (*ct == ' ')
-		ct++;
-	for (; ct[i] && ct[i] != ';' && ct[i] != ' ' && i + 1 < n; i++)
-		out[i] = (char)(ct[i] >= 'A' && ct[i] <= 'Z' ? ct[i] + 32 : ct[i]);
-	out[i] = '\0';
+	(void)enc_content_type(ct, out, n, &why);
 }
 
-/* Does the Content-Type ct (may be NULL) name a charset other than
- * UTF-8? JSON is UTF-8 (RFC 8259 8.1): a body said to be in another is
- * refused (415), not read as UTF-8 in silence. */
+/* Is the Content-Type ct (may be NULL) one this server reads? A value
+ * that is no media type, or names a parameter twice, is 400 (which
+ * charset did the client mean?); a charset other than UTF-8 is 415 (JSON
+ * is UTF-8, RFC 8259 8.1), not read as UTF-8 in silence. Returns 1, or 0
+ * with r filled. */
 static int
-charset_bad(const char *ct)
+content_type_ok(const char *ct, api_resp *r)
 {
-	const char *p = ct != NULL ? strchr(ct, ';') : NULL;
+	const char *why;
+	char mt[128];
+	int rc = enc_content_type(ct, mt, sizeof(mt), &why);
 
-	for (; p != NULL; p = strchr(p, ';')) {
-		const char *v;
-		size_t n;
-
-		p++;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (strncasecmp(p, "charset=", 8) != 0)
-			continue;
-		v = p + 8;
-		if (*v == '"')
-			v++;
-		n = strcspn(v, "\"; \t");
-		return !((n == 5 && strncasecmp(v, "utf-8", 5) == 0) ||
-		    (n == 4 && strncasecmp(v, "utf8", 4) == 0));
-	}
-	return 0;
-}
-
-static void
-charset_refused(api_resp *r)
-{
-	fail(r, 415, "UnsupportedMediaType", "the body's charset must be "
-	    "UTF-8 (JSON is UTF-8): send it as UTF-8, or drop the charset");
+	if (rc == ENC_CT_CHARSET)
+		fail(r, 415, "UnsupportedMediaType", "the body's charset must be "
+		    "UTF-8 (JSON is UTF-8): send it as UTF-8, or drop the "
+		    "charset");
+	else if (rc != 0)
+		fail(r, 400, "BadRequest", "the Content-Type \"%.96s\" is not a "
+		    "media type as RFC 9110 writes one: %s", ct, why);
+	return rc == 0;
 }
 
 static int
@@ -479,6 +473,7 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 			return 1;
 		}
 		api_compare_post(rt->api, req->body, req->body_len, csv, r);
+		warn_unknown_args(req, ARGS_COMPARE_POST, r);
 		return 1;
 	}
 	if (strcmp(req->method, "GET") != 0) {
@@ -489,19 +484,20 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	if (bool_arg(req, "includeImplausible", &implausible, r) < 0)
 		return 1;
 	if (strcmp(rest, "series") == 0) {
-		if (csv) {
+		if (csv)
 			api_runs_csv(rt->api, req->arg(req->cls, "labelSelector"),
 			    req->arg(req->cls, "versionLabel"), implausible, r);
-			return 1;
-		}
-		api_series(rt->api, req->arg(req->cls, "labelSelector"),
-		    req->arg(req->cls, "versionLabel"), implausible, r);
+		else
+			api_series(rt->api, req->arg(req->cls, "labelSelector"),
+			    req->arg(req->cls, "versionLabel"), implausible, r);
+		warn_unknown_args(req, ARGS_SERIES, r);
 		return 1;
 	}
 	if (strcmp(rest, "leaderboard") == 0) {
 		api_leaderboard(rt->api, req->arg(req->cls, "gpu"),
 		    req->arg(req->cls, "labelSelector"), req->arg(req->cls,
 		    "versionLabel"), implausible, csv, r);
+		warn_unknown_args(req, ARGS_LEADERBOARD, r);
 		return 1;
 	}
 	{
@@ -530,6 +526,7 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 			}
 		}
 		api_compare_get(rt->api, &s, csv, r);
+		warn_unknown_args(req, ARGS_COMPARE, r);
 	}
 	return 1;
 }
@@ -1051,10 +1048,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		return;
 	}
 	if (strcmp(in->method, "GET") != 0 && strcmp(in->method, "HEAD") != 0 &&
-	    charset_bad(in->header(in->cls, "Content-Type"))) {
-		charset_refused(r);
+	    !content_type_ok(in->header(in->cls, "Content-Type"), r))
 		return;
-	}
 	/* HEAD is GET without the body; the HTTP layer drops the body. */
 	if (strcmp(in->method, "HEAD") == 0) {
 		head = *in;
@@ -1162,6 +1157,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 				return;
 			}
 			api_facets(rt->api, req->arg(req->cls, "labelSelector"), r);
+			warn_unknown_args(req, ARGS_FACETS, r);
 			return;
 		}
 		if (analysis(rt, rest, req, r))
@@ -1172,7 +1168,15 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 				method_not_allowed(r, req->method, ALLOW_READ);
 				return;
 			}
-			api_get_digest(rt->api, rest + 8, r);
+			unsigned long long rv;
+
+			/* Content is the same at every version; a version
+			 * the store has not reached is answered as an object
+			 * GET's (504), one that is no version is a 400. */
+			if (uint_arg(req, "resourceVersion", UINT64_MAX, &rv, r) != 0)
+				return;
+			api_get_digest(rt->api, rest + 8, rv, r);
+			warn_unknown_args(req, ARGS_DIGEST, r);
 			return;
 		}
 		slash = strchr(rest, '/');
@@ -1240,10 +1244,8 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 	media_type(ct, mt, sizeof(mt));
 	if (!is_ndjson(mt))
 		return NULL;
-	if (charset_bad(ct)) {
-		charset_refused(r);
+	if (!content_type_ok(ct, r))
 		return NULL;
-	}
 	rest = p + plen + 1;
 	slash = strchr(rest, '/');
 	if ((slash != NULL && slash[1] != '\0') || api_kind_by_plural(rest,

@@ -877,5 +877,141 @@ def a_comparison_threshold_is_a_decimal_number():
         eq(r.json()['spec']['thresholdPercent'], want, v)
 
 
+@test
+def a_create_carrying_a_resource_version_is_refused():
+    """A metadata.resourceVersion in a create was dropped in silence: the
+    client meant to write at that version (an object read back and
+    posted again). kube-apiserver answers 400 "resourceVersion should
+    not be set on objects to be created", as now does every create path
+    (POST of one object, a List item, an NDJSON line, a bundle's part,
+    an apply that creates, a dry run); nothing is stored. An empty one
+    is no version and still passes."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+
+    def with_rv(name, reps, rv):
+        doc = proto_doc(name, reps)
+        doc['metadata']['resourceVersion'] = rv
+        return doc
+
+    def refused_400(r, field, what):
+        st = kitest.status_of(r, 400, 'BadRequest')
+        check('resourceVersion should not be set' in st['message'],
+              '%s: %r' % (what, st))
+        eq(kitest.cause_fields(st), [field], '%s: the cause' % what)
+
+    for i, (rv, q) in enumerate((('5', ''), (5, ''), ('0', ''),
+                                 ('5', '?dryRun=All'))):
+        name = 'crv-%d' % i
+        refused_400(d.post(coll + q, with_rv(name, 70 + i, rv)),
+                    'metadata.resourceVersion', 'POST %r%s' % (rv, q))
+        eq(d.get(coll + '/' + name).status, 404, '%r: not stored' % rv)
+    r = d.post(coll, {'kind': 'List', 'apiVersion': 'v1', 'items': [
+        proto_doc('crv-l0', 75), with_rv('crv-l1', 76, '9')]})
+    eq(r.status, 201, 'a List: %r' % r)
+    res = r.json()['items']
+    eq([x['result'] for x in res], ['created', 'failed'], 'the List')
+    eq(kitest.cause_fields(res[1]['status']),
+       ['items[1].metadata.resourceVersion'], 'the List item\'s cause')
+    eq(d.get(coll + '/crv-l1').status, 404, 'the List item: not stored')
+    r = d.request('POST', coll, body=json.dumps(with_rv('crv-n', 77, '3'))
+                  .encode() + b'\n', content_type='application/x-ndjson')
+    eq(r.json()['summary']['failed'], 1, 'NDJSON: %r' % r)
+    eq(d.get(coll + '/crv-n').status, 404, 'NDJSON: not stored')
+    s = kitest.seed()
+    s['run']['metadata']['name'] = 'crv-run'
+    s['run']['spec']['sourceNative']['externalId'] += '-crv'
+    s['protocol']['metadata']['name'] = 'crv-bp'
+    s['protocol']['metadata']['resourceVersion'] = '2'
+    refused_400(d.post(G + '/benchmarkruns', s),
+                'protocol.metadata.resourceVersion', 'a bundle\'s part')
+    eq(d.get(G + '/benchmarkruns/crv-run').status, 404, 'bundle: no run')
+    eq(d.get(coll + '/crv-bp').status, 404, 'bundle: no protocol')
+    refused_400(d.request('PATCH', coll + '/crv-a', body=json.dumps(
+        with_rv('crv-a', 78, '4')).encode(),
+        content_type='application/apply-patch+yaml'),
+        'metadata.resourceVersion', 'an apply that creates')
+    eq(d.get(coll + '/crv-a').status, 404, 'apply: not stored')
+    r = d.post(coll, with_rv('crv-e', 79, ''))
+    eq(r.status, 201, 'an empty resourceVersion: %r' % r)
+
+
+@test
+def reads_of_computed_answers_warn_of_unknown_parameters():
+    """leaderboard, series, facets, comparisons and objects/<digest>
+    passed over a parameter they do not read in silence (lists and
+    writes warn), and objects/<digest>?resourceVersion=abc was passed
+    over: each now warns, and the digest read takes resourceVersion as
+    an object GET does (400 for no version, 504 for one not reached)."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('warn-d', 91)).status, 201, 'a protocol')
+    dig = d.get(coll + '/warn-d').json()['status']['digest']
+    cmp = 'comparisons?baseline=a%3Db&candidate=a%3Dc&'
+    for path in ('leaderboard?bogus=1', 'series?bogus=1',
+                 'series?format=csv&bogus=1', 'facets?bogus=1',
+                 cmp + 'bogus=1', 'objects/' + dig + '?bogus=1',
+                 'benchmarkprotocols/warn-d/status?bogus=1'):
+        r = d.get(G + '/' + path)
+        eq(r.status, 200, '%s: %r' % (path, r))
+        w = r.headers.get_all('Warning') or []
+        check(any('"bogus"' in x.replace('\\', '') and x.startswith('299 ')
+                  for x in w), '%s: a Warning names bogus: %r' % (path, w))
+    for path in ('leaderboard?gpu=x&labelSelector=a%3Db&versionLabel=v&'
+                 'includeImplausible=true', 'facets?labelSelector=a%3Db',
+                 cmp + 'thresholdPercent=5', 'objects/' + dig +
+                 '?resourceVersion=0'):
+        eq(d.get(G + '/' + path).headers.get_all('Warning'), None,
+           'no Warning for %s' % path)
+    st = kitest.status_of(d.get(G + '/objects/' + dig +
+                                '?resourceVersion=abc'), 400, 'BadRequest')
+    check('resourceVersion' in st['message'], 'names it: %r' % st)
+    kitest.status_of(d.get(G + '/objects/' + dig +
+                           '?resourceVersion=999999999'), 504, 'Timeout')
+
+
+@test
+def content_type_parameters_are_read_as_rfc_9110_writes_them():
+    """"charset =utf-16" (a space before "=") and a second charset after
+    "charset=utf-8" were not seen, the body read as UTF-8: a parameter
+    that is no name=value is a 400 naming the Content-Type, a parameter
+    given twice is a 400 (which one counts?), and a charset other than
+    UTF-8 is 415 wherever it stands; a quoted ";" is part of a value."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i, (ct, code) in enumerate((
+            ('application/json; charset =utf-16', 400),
+            ('application/json; charset= utf-16', 400),
+            ('application/json; charset=utf-8; charset=utf-16', 400),
+            ('application/json;charset=utf-8 ;CHARSET=latin1', 400),
+            ('application/json; charset=utf-8; charset=utf-8', 400),
+            ('application/json x', 400),
+            ('application/json; charset="utf-8', 400),
+            ('application/x-ndjson; charset=utf-8; charset=utf-16', 400),
+            ('application/json ; charset=utf-16', 415),
+            ('application/json; q=1; charset="utf-16"', 415))):
+        name = 'ctp-%d' % i
+        r = d.request('POST', coll, body=protocol(name, 110 + i),
+                      content_type=ct)
+        st = kitest.status_of(r, code, 'BadRequest' if code == 400 else
+                              'UnsupportedMediaType')
+        check(('Content-Type' if code == 400 else 'UTF-8') in st['message'],
+              '%s: %r' % (ct, st))
+        eq(d.get(coll + '/' + name).status, 404, '%s: not stored' % ct)
+    eq(d.post(coll, proto_doc('ctp-p', 130)).status, 201, 'a protocol')
+    kitest.status_of(d.request('PATCH', coll + '/ctp-p', body=b'{}',
+                               content_type='application/merge-patch+json;'
+                               ' charset=utf-8; charset=utf-16'),
+                     400, 'BadRequest')
+    for i, ct in enumerate(('application/json; x=";charset=utf-16"',
+                            'application/json; x="a;b"; charset=utf-8',
+                            'application/json;;charset="utf\\-8"',
+                            'Application/JSON; Charset=UTF-8',
+                            'application/json; charset=utf-8;')):
+        r = d.request('POST', coll, body=protocol('ctp-ok-%d' % i, 140 + i),
+                      content_type=ct)
+        eq(r.status, 201, '%s: %r' % (ct, r))
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
