@@ -205,6 +205,20 @@ api_may_change_stored(const api_principal *p, const char *kind, int is_run,
 	return 1;
 }
 
+int
+api_may_change_verification(const api_principal *p, const char *run_name,
+	api_status *st)
+{
+	if (p->prefix[0] == '\0' || (run_name != NULL &&
+	    strncmp(run_name, p->prefix, strlen(p->prefix)) == 0))
+		return 1;
+	api_status_fail(st, 403, "Forbidden", "this token may write only "
+	    "names starting with \"%s\", and this Verification's outcome is "
+	    "written onto the run \"%.253s\", which does not start so",
+	    p->prefix, run_name ? run_name : "");
+	return 0;
+}
+
 const char *
 api_token_limits_bad(const char *source, const char *prefix)
 {

@@ -41,6 +41,14 @@ int api_may_write(const api_principal *p, api_status *st);
 int api_may_write_object(const api_principal *p, const char *name,
 	const char *source, api_status *st);
 
+/* May p change or delete a stored Verification of the run run_name (NULL
+ * when it cannot be read)? A token limited to a name prefix created it
+ * only if the run's name is under the prefix (its outcome is written onto
+ * the run), and it changes or removes one only as it could create it.
+ * Fills st (403) when not. */
+int api_may_change_verification(const api_principal *p,
+	const char *run_name, api_status *st);
+
 /* May p change or delete a stored object of kind (its Kind name, for the
  * message) named name? is_run says it is a BenchmarkRun, source (may be
  * NULL when unknown; source_len bytes, not NUL-terminated) is then its

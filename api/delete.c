@@ -36,9 +36,14 @@ api_may_write_stored(const struct api_principal *who, const store_obj *o,
 			src_len = (size_t)json_object_get_string_len(sv);
 		}
 	}
+	if (who->prefix[0] != '\0' && o->kind == API_VERIFICATION)
+		spec = api_json_parse_len(o->json + o->spec_off, o->spec_len);
 	api_status_init(&st);
 	ok = api_may_change_stored(who, k != NULL ? k->kind : NULL,
 	    o->kind == API_RUN, name, src, src_len, &st);
+	if (ok && o->kind == API_VERIFICATION)
+		ok = api_may_change_verification(who, api_json_str_at(spec,
+		    "runName", NULL), &st);
 	if (ok && o->kind == API_THRESHOLD && who->prefix[0] != '\0') {
 		/* As a create answers (api/upload.c) and the access review
 		 * says: a Threshold judges every arriving run, whatever its

@@ -82,6 +82,11 @@ may_change(api_ctx *ctx, const api_principal *p, const api_kind *k,
 	}
 	ok = api_may_change_stored(p, k->kind, k->id == API_RUN, name, src,
 	    src_len, st);
+	if (ok && k->id == API_VERIFICATION && p->prefix[0] != '\0') {
+		spec = api_json_parse_len(o.json + o.spec_off, o.spec_len);
+		ok = api_may_change_verification(p, api_json_str_at(spec,
+		    "runName", NULL), st);
+	}
 	json_object_put(spec);
 	store_abort(t);
 	return ok;

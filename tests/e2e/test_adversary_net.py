@@ -1013,5 +1013,72 @@ def content_type_parameters_are_read_as_rfc_9110_writes_them():
         eq(r.status, 201, '%s: %r' % (ct, r))
 
 
+@test
+def a_name_limited_token_changes_no_verification_of_another_run():
+    """A prefix-limited token may not create a Verification of a run
+    outside its prefix (its outcome is written onto that run), yet one an
+    admin made, named under the prefix, could be relabelled, replaced,
+    applied and deleted with it, and the access review said yes. Each is
+    now 403 and changes nothing; its own runs' Verifications it still
+    changes."""
+    data = kitest.tempdir('kitest-advnet-')
+    admin = make_token(data, 'create', '--role', 'admin')
+    team = make_token(data, 'create', '--role', 'writer', '--prefix',
+                      'team-')
+    d = kitest.Daemon(data_dir=data, sync=False).start()
+    a = {'Authorization': 'Bearer ' + admin}
+    t = {'Authorization': 'Bearer ' + team}
+    s = kitest.seed()
+    eq(d.post(G + '/benchmarkruns', s, headers=a).status, 201, 'a run')
+    run = s['run']['metadata']['name']
+    check(not run.startswith('team-'), 'the run is outside the prefix')
+    s2 = kitest.seed()
+    s2['run']['metadata']['name'] = 'team-run'
+    s2['run']['spec']['sourceNative']['externalId'] += '-team'
+    eq(d.post(G + '/benchmarkruns', s2, headers=a).status, 201, 'team-run')
+    coll = G + '/verifications'
+
+    def ver(name, run_name, labels=None):
+        v = {'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Verification',
+             'metadata': {'name': name}, 'spec': {'runName': run_name}}
+        if labels:
+            v['metadata']['labels'] = labels
+        return v
+
+    eq(d.post(coll, ver('team-v', run), headers=a).status, 201,
+       'the admin\'s Verification of another run')
+    for method, ct, body in (
+            ('PATCH', 'application/merge-patch+json',
+             '{"metadata":{"labels":{"a":"b"}}}'),
+            ('PUT', 'application/json', json.dumps(ver('team-v', run,
+                                                       {'a': 'b'}))),
+            ('PATCH', 'application/apply-patch+yaml',
+             json.dumps(ver('team-v', run, {'a': 'b'}))),
+            ('DELETE', None, None)):
+        st = kitest.status_of(d.request(method, coll + '/team-v', body=body,
+                                         content_type=ct, headers=t), 403,
+                              'Forbidden')
+        check(run in st['message'], '%s: names the run: %r' % (method, st))
+        r = d.get(coll + '/team-v')
+        eq(r.status, 200, '%s %s: still stored' % (method, ct))
+        eq(r.json()['metadata'].get('labels', {}).get('a'), None,
+           '%s %s: not relabelled' % (method, ct))
+    r = d.post('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+        'apiVersion': 'authorization.k8s.io/v1',
+        'kind': 'SelfSubjectAccessReview', 'spec': {'resourceAttributes': {
+            'group': 'kernelindex.dev', 'resource': 'verifications',
+            'verb': 'delete', 'name': 'team-v'}}}, headers=t)
+    eq(r.json()['status']['allowed'], False, 'the review agrees')
+    # Its own run's Verification it changes and removes.
+    eq(d.post(coll, ver('team-w', 'team-run'), headers=t).status, 201,
+       'a Verification of its run')
+    eq(d.request('PATCH', coll + '/team-w',
+                 body='{"metadata":{"labels":{"a":"b"}}}',
+                 content_type='application/merge-patch+json',
+                 headers=t).status, 200, 'relabelled')
+    eq(d.request('DELETE', coll + '/team-w', headers=t).status, 200,
+       'deleted')
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
