@@ -8,6 +8,14 @@
 #include <string.h>
 #include <strings.h>
 
+/* The headers the daemon reads that libmicrohttpd answers with their
+ * first field line only: a second one (an If-None-Match naming the
+ * object's ETag, a Content-Type with another charset) would be passed
+ * over, so one given twice is refused. */
+static const char *const ONCE[] = { "Authorization", "Content-Type",
+	"Content-Encoding", "Expect", "If-Match", "If-None-Match" };
+#define NONCE (sizeof(ONCE) / sizeof(ONCE[0]))
+
 /* What the request's framing headers say, gathered over every header. */
 typedef struct framing {
 	int te;                    /* Transfer-Encoding headers */
@@ -20,6 +28,8 @@ typedef struct framing {
 	int value_bad;             /* a value holds a bare CR */
 	int host;                  /* Host headers */
 	int host_bad;              /* one is no host[:port] */
+	int seen[NONCE];           /* each of ONCE's headers */
+	const char *twice;         /* the first of ONCE given twice */
 } framing;
 
 /* Adds one Content-Length value (v[0..n), trimmed) to f. */
@@ -74,6 +84,10 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
 	if ((key_size > 14 && strncasecmp(key, "Content-Length", 14) == 0) ||
 	    (key_size > 17 && strncasecmp(key, "Transfer-Encoding", 17) == 0))
 		f->name_bad = 1;
+	for (size_t i = 0; i < NONCE; i++)
+		if (strcasecmp(key, ONCE[i]) == 0 && f->seen[i]++ == 1 &&
+		    f->twice == NULL)
+			f->twice = ONCE[i];
 	if (strcasecmp(key, "Host") == 0) {
 		/* uri-host [":" port] (RFC 9110 7.2), as Go's server checks
 		 * it: no space, and none of the delimiters of a URI's other
@@ -144,6 +158,10 @@ reqcheck_framing(struct MHD_Connection *c, const char *version, api_resp *r)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request's "
 		    "Content-Length is not one non-negative decimal number (several "
 		    "differing values, or not a number)");
+	else if (f.twice != NULL)
+		api_resp_fail(r, 400, "BadRequest", NULL, "the header %s is given "
+		    "more than once, and only one would be read: send it once (a "
+		    "list of values in one line)", f.twice);
 	else if (f.host_bad)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the Host header is not "
 		    "a host and port");

@@ -123,6 +123,10 @@ static const char *const ARGS_LIST_RUNS[] = { "limit", "continue",
 	"labelSelector", "fieldSelector", "resourceVersion",
 	"resourceVersionMatch", "watch", "allowWatchBookmarks",
 	"timeoutSeconds", "includeObject", "format", "versionLabel", NULL };
+/* A watch reads no page (limit, continue) and no CSV. */
+static const char *const ARGS_WATCH[] = { "labelSelector", "fieldSelector",
+	"resourceVersion", "watch", "allowWatchBookmarks", "timeoutSeconds",
+	"includeObject", NULL };
 static const char *const ARGS_GET[] = { "resourceVersion", "includeObject",
 	NULL };
 static const char *const ARGS_CREATE[] = { "dryRun", "fieldValidation",
@@ -370,6 +374,16 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	}
 	p->kind = k;
 	p->table = wants_table(req);
+	if (req->arg(req->cls, "resourceVersionMatch") != NULL) {
+		/* A watch starts after resourceVersion, whatever the match
+		 * asked; kube-apiserver refuses it too (without
+		 * sendInitialEvents, which is not served). */
+		free(p);
+		api_resp_fail(r, 400, "BadRequest", "resourceVersionMatch",
+		    "resourceVersionMatch is forbidden for watch: a watch "
+		    "starts after its resourceVersion");
+		return;
+	}
 	if ((p->include = include_of(req, r)) < 0 ||
 	    bool_arg(req, "allowWatchBookmarks", &p->bookmarks, r) != 0) {
 		free(p);
@@ -411,8 +425,7 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 		api_resp w;
 
 		api_resp_init(&w);
-		warn_unknown_args(req, k->id == API_RUN ? ARGS_LIST_RUNS :
-		    ARGS_LIST, &w);
+		warn_unknown_args(req, ARGS_WATCH, &w);
 		if (w.nwarnings > 0)
 			snprintf(p->warning, sizeof(p->warning), "%s",
 			    w.warnings[0]);

@@ -1080,5 +1080,100 @@ def a_name_limited_token_changes_no_verification_of_another_run():
        'deleted')
 
 
+@test
+def a_header_read_once_is_not_given_twice():
+    """libmicrohttpd answers a header with its first field line: a second
+    If-None-Match naming the object's ETag (or "*") was passed over, and
+    the PATCH or DELETE it forbade went ahead; a second Content-Type,
+    Content-Encoding, Expect or Authorization was passed over too. Each
+    is now a 400 naming the header, the connection closed, and nothing
+    changes."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('twice-p', 150)).status, 201, 'a protocol')
+    etag = d.get(coll + '/twice-p').headers.get('ETag').encode()
+    rv = d.get(coll + '/twice-p').json()['metadata']['resourceVersion']
+    item = PROTOS + b'/twice-p'
+    patch = b'{"metadata":{"labels":{"z":"1"}}}'
+
+    def req(method, path, hdrs, body=b''):
+        return (method + b' ' + path + b' HTTP/1.1\r\nHost: x\r\n' +
+                b''.join(h + b'\r\n' for h in hdrs) +
+                (b'Content-Length: %d\r\n' % len(body) if body else b'') +
+                b'\r\n' + body + b'GET /healthz HTTP/1.1\r\nHost: x\r\n'
+                b'Connection: close\r\n\r\n')
+
+    mp = b'Content-Type: application/merge-patch+json'
+    for what, raw, name in (
+            ('If-None-Match "0", then the ETag: PATCH',
+             req(b'PATCH', item, [mp, b'If-None-Match: "0"',
+                                  b'If-None-Match: ' + etag], patch),
+             'If-None-Match'),
+            ('If-None-Match "0", then *: DELETE',
+             req(b'DELETE', item, [b'If-None-Match: "0"',
+                                   b'If-None-Match: *']), 'If-None-Match'),
+            ('If-Match twice', req(b'PATCH', item, [mp, b'If-Match: ' + etag,
+                                                    b'If-Match: "1"'],
+                                   patch), 'If-Match'),
+            ('Content-Type twice',
+             req(b'POST', PROTOS, [b'Content-Type: application/json',
+                                   b'Content-Type: application/json; '
+                                   b'charset=utf-16'],
+                 protocol('twice-q', 151)), 'Content-Type'),
+            ('Content-Encoding twice',
+             req(b'POST', PROTOS, [b'Content-Type: application/json',
+                                   b'Content-Encoding: identity',
+                                   b'Content-Encoding: gzip'],
+                 protocol('twice-r', 152)), 'Content-Encoding'),
+            ('Expect twice',
+             req(b'POST', PROTOS, [b'Content-Type: application/json',
+                                   b'Expect: 100-continue',
+                                   b'Expect: x-other'],
+                 protocol('twice-s', 153)), 'Expect'),
+            ('Authorization twice',
+             req(b'GET', b'/healthz', [b'Authorization: Bearer a',
+                                       b'Authorization: Bearer b']),
+             'Authorization')):
+        st = refused(d, raw, what)
+        check(name in st['message'], '%s: names it: %r' % (what, st))
+    r = d.get(coll + '/twice-p')
+    eq(r.status, 200, 'still stored')
+    eq(r.json()['metadata']['resourceVersion'], rv, 'unchanged')
+    for name in ('twice-q', 'twice-r', 'twice-s'):
+        eq(d.get(coll + '/' + name).status, 404, '%s: not stored' % name)
+    # One line with a list of tags still works.
+    r = d.request('PATCH', coll + '/twice-p', body=patch,
+                  content_type='application/merge-patch+json',
+                  headers={'If-None-Match': '"x0", "x1"'})
+    eq(r.status, 200, 'a list in one line: %r' % (r,))
+
+
+@test
+def a_watch_reads_only_what_a_watch_reads():
+    """A watch passed over resourceVersionMatch (kube-apiserver: 400,
+    forbidden for watch), and limit, continue and the runs' format=csv
+    with no Warning: the first is now a 400, the others are warned
+    about."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    st = kitest.status_of(d.get(coll + '?watch=1&resourceVersionMatch=Exact&'
+                                'resourceVersion=1&timeoutSeconds=1'), 400,
+                          'BadRequest')
+    check('resourceVersionMatch' in st['message'], 'names it: %r' % st)
+    for path, name in ((coll + '?watch=1&limit=1', 'limit'),
+                       (coll + '?watch=1&continue=abc', 'continue'),
+                       (G + '/benchmarkruns?watch=1&format=csv', 'format')):
+        r = d.get(path + '&timeoutSeconds=1')
+        eq(r.status, 200, '%s: %r' % (path, r))
+        w = r.headers.get_all('Warning') or []
+        check(any('"%s"' % name in x.replace('\\', '') for x in w),
+              '%s: a Warning names %s: %r' % (path, name, w))
+    r = d.get(coll + '?watch=1&labelSelector=a%3Db&fieldSelector=metadata.'
+              'name%3Dx&allowWatchBookmarks=true&timeoutSeconds=1&'
+              'resourceVersion=0')
+    eq((r.status, r.headers.get_all('Warning')), (200, None),
+       'what a watch reads: no Warning')
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
