@@ -233,7 +233,8 @@ is_loopback(struct MHD_Connection *c)
 	return 0;
 }
 
-/* Adds "Warning: 299 - "text"" with '"' and '\' escaped (RFC 7234). */
+/* Adds "Warning: 299 - "text"" with '"' and '\' escaped and the controls
+ * (DEL too) left out, which no quoted-string holds (RFC 9110 5.6.4). */
 static void
 add_warning(struct MHD_Response *mr, const char *text)
 {
@@ -244,7 +245,7 @@ add_warning(struct MHD_Response *mr, const char *text)
 	for (const char *p = text; *p; p++) {
 		if (*p == '"' || *p == '\\')
 			ki_buf_putc(&b, '\\');
-		if ((unsigned char)*p >= 0x20)
+		if ((unsigned char)*p >= 0x20 && *p != 0x7f)
 			ki_buf_putc(&b, *p);
 	}
 	ki_buf_putc(&b, '"');

@@ -420,15 +420,22 @@ start_watch(const api_kind *k, const http_req *req, api_resp *r,
 	p->label_selector = ls ? strdup(ls) : NULL;
 	p->field_selector = fs ? strdup(fs) : NULL;
 	{
-		/* The stream's answer carries one Warning, of the first
-		 * parameter a watch does not read. */
+		/* The stream's answer carries a Warning for each parameter
+		 * a watch does not read (as many as fit). */
 		api_resp w;
+		size_t off = 0;
 
 		api_resp_init(&w);
 		warn_unknown_args(req, ARGS_WATCH, &w);
-		if (w.nwarnings > 0)
-			snprintf(p->warning, sizeof(p->warning), "%s",
-			    w.warnings[0]);
+		for (size_t i = 0; i < (size_t)w.nwarnings; i++) {
+			size_t n = strlen(w.warnings[i]) + 1;
+
+			if (off + n + 1 > sizeof(p->warnings))
+				break;
+			memcpy(p->warnings + off, w.warnings[i], n);
+			off += n;
+		}
+		p->warnings[off] = '\0';
 		api_resp_free(&w);
 	}
 	*watch = p;

@@ -1094,13 +1094,12 @@ watch_start(watch_hub *h, void *connection, watch_params *params)
 	pthread_mutex_unlock(&h->mu);
 	MHD_add_response_header(mr, "Content-Type", "application/json");
 	MHD_add_response_header(mr, "Cache-Control", "no-store");
-	if (params->warning[0] != '\0') {
+	for (const char *t = params->warnings; *t != '\0'; t += strlen(t) + 1) {
 		char hdr[300];
 		size_t n = (size_t)snprintf(hdr, sizeof(hdr), "299 - \"");
 
 		/* A quoted-string: '"' and '\\' escaped, controls left out. */
-		for (const char *q = params->warning;
-		    *q != '\0' && n + 4 < sizeof(hdr); q++) {
+		for (const char *q = t; *q != '\0' && n + 4 < sizeof(hdr); q++) {
 			if (*q == '"' || *q == '\\')
 				hdr[n++] = '\\';
 			if ((unsigned char)*q >= 0x20 && *q != 0x7f)

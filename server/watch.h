@@ -23,7 +23,9 @@ typedef struct watch_params {
 	int bookmarks;              /* allowWatchBookmarks=true */
 	int timeout;                /* timeoutSeconds, 0 = none */
 	int http11;                 /* the request is HTTP/1.1 */
-	char warning[128];          /* a Warning's text for the answer, or "" */
+	/* The Warnings' texts for the answer, each ended by a NUL, the
+	 * list by an empty one. */
+	char warnings[512];
 } watch_params;
 
 /* history: the store's event history; the in-memory ring keeps no more. */

@@ -1175,5 +1175,35 @@ def a_watch_reads_only_what_a_watch_reads():
        'what a watch reads: no Warning')
 
 
+@test
+def warnings_hold_no_del_and_a_watch_warns_of_each_parameter():
+    """A DEL (%7F) in an unknown query parameter's name, or in an unknown
+    field's, was echoed raw in the Warning header (no quoted-string holds
+    it); a watch warned of its first unknown parameter only, the others
+    passed over in silence. The byte is now left out as the other
+    controls are, and a watch warns of each."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for target in ((G + '/leaderboard?a%7Fb=1').encode(),
+                   (coll + '?limit=1&c%7Fd=1').encode()):
+        out, _ = exchange(d, b'GET ' + target + b' HTTP/1.1\r\nHost: x\r\n'
+                          b'Connection: close\r\n\r\n')
+        head = out.split(b'\r\n\r\n')[0]
+        w = [ln for ln in head.split(b'\r\n')
+             if ln.lower().startswith(b'warning:')]
+        eq(len(w), 1, '%r: one Warning (%r)' % (target, head))
+        check(b'\x7f' not in head, '%r: no DEL in the head: %r' % (target, w))
+    doc = proto_doc('del-f', 160)
+    doc['spec']['x\u007fy'] = 1
+    r = d.post(coll, doc)
+    eq(r.status, 201, 'an unknown field: %r' % (r,))
+    w = r.headers.get_all('Warning') or []
+    check(w and all('\x7f' not in x for x in w), 'no DEL: %r' % w)
+    r = d.get(coll + '?watch=1&timeoutSeconds=1&limit=1&continue=x&bogus=1')
+    w = ' '.join(r.headers.get_all('Warning') or [])
+    for name in ('limit', 'continue', 'bogus'):
+        check('\\"%s\\"' % name in w, 'the watch warns of %s: %r' % (name, w))
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
