@@ -123,9 +123,14 @@ parse_after(const ki_buf *tok, int kind, uint64_t *id)
 	if (tok->len < 3 || tok->len > 22 || memcmp(tok->data, "i:", 2) != 0)
 		return KI_EINVAL;
 	for (size_t i = 2; i < tok->len; i++) {
-		if (tok->data[i] < '0' || tok->data[i] > '9')
+		unsigned digit = (unsigned)(tok->data[i] - '0');
+
+		/* 20 digits may pass 2^64: wrapped, a page would start
+		 * anywhere. */
+		if (tok->data[i] < '0' || tok->data[i] > '9' ||
+		    v > (UINT64_MAX - digit) / 10)
 			return KI_EINVAL;
-		v = v * 10 + (unsigned)(tok->data[i] - '0');
+		v = v * 10 + digit;
 	}
 	if (store_id_kind(v) != kind)
 		return KI_EINVAL;

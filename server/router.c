@@ -1053,6 +1053,75 @@ http_semantics(api_resp *r)
 		r->cache_control = "no-store";
 }
 
+/* The fixed answers: probes, metrics, version, discovery and the OpenAPI
+ * documents. They are read: another method is 405, not answered as a
+ * GET, and a query parameter they do not read (the OpenAPI group's
+ * document reads the hash its index names) is warned of. Returns 1 when
+ * p was one of them. */
+static int
+fixed(router *rt, const char *p, const http_req *req, api_resp *r)
+{
+	static const char *const none[] = { NULL };
+	static const char *const openapi[] = { "hash", NULL };
+	int which;
+
+	if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0)
+		which = 0;
+	else if (strcmp(p, "/readyz") == 0)
+		which = 1;
+	else if (strcmp(p, "/metrics") == 0)
+		which = 2;
+	else if (strcmp(p, "/version") == 0)
+		which = 3;
+	else if (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0)
+		which = 4;
+	else if (strcmp(p, "/openapi/v3/apis/" API_GROUP_VERSION) == 0)
+		which = 5;
+	else if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0)
+		which = 6;
+	else if (strcmp(p, "/apis") == 0 || strcmp(p, "/apis/") == 0)
+		which = 7;
+	else if (strcmp(p, "/apis/" API_GROUP) == 0)
+		which = 8;
+	else
+		return 0;
+	if (strcmp(req->method, "GET") != 0) {
+		method_not_allowed(r, req->method, ALLOW_READ);
+		return 1;
+	}
+	switch (which) {
+	case 0:
+		text(r, 200, "ok\n");
+		break;
+	case 1:
+		readyz(rt, r);
+		break;
+	case 2:
+		metrics(rt, r);
+		break;
+	case 3:
+		api_version(r);
+		break;
+	case 4:
+		api_openapi_index(r);
+		break;
+	case 5:
+		api_openapi_group(r);
+		break;
+	case 6:
+		api_discovery_api(r);
+		break;
+	case 7:
+		api_discovery_apis(r, 0);
+		break;
+	default:
+		api_discovery_group(r);
+		break;
+	}
+	warn_unknown_args(req, which == 5 ? openapi : none, r);
+	return 1;
+}
+
 static void
 dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 {
@@ -1107,42 +1176,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 	}
 	size_t plen = strlen(API_PREFIX);
 
-	if (strcmp(p, "/healthz") == 0 || strcmp(p, "/livez") == 0) {
-		text(r, 200, "ok\n");
+	if (fixed(rt, p, req, r))
 		return;
-	}
-	if (strcmp(p, "/readyz") == 0) {
-		readyz(rt, r);
-		return;
-	}
-	if (strcmp(p, "/metrics") == 0) {
-		metrics(rt, r);
-		return;
-	}
-	if (strcmp(p, "/version") == 0) {
-		api_version(r);
-		return;
-	}
-	if (strcmp(p, "/openapi/v3") == 0 || strcmp(p, "/openapi/v3/") == 0) {
-		api_openapi_index(r);
-		return;
-	}
-	if (strcmp(p, "/openapi/v3/apis/" API_GROUP_VERSION) == 0) {
-		api_openapi_group(r);
-		return;
-	}
-	if (strcmp(p, "/api") == 0 || strcmp(p, "/api/") == 0) {
-		api_discovery_api(r);
-		return;
-	}
-	if (strcmp(p, "/apis") == 0 || strcmp(p, "/apis/") == 0) {
-		api_discovery_apis(r, 0);
-		return;
-	}
-	if (strcmp(p, "/apis/" API_GROUP) == 0) {
-		api_discovery_group(r);
-		return;
-	}
 	if (strncmp(p, "/apis/", 6) == 0) {
 		api_reviewer rv = { &who, rt->anonymous_reads };
 		char mt[128];

@@ -1205,5 +1205,60 @@ def warnings_hold_no_del_and_a_watch_warns_of_each_parameter():
         check('\\"%s\\"' % name in w, 'the watch warns of %s: %r' % (name, w))
 
 
+@test
+def fixed_answers_take_only_reads_and_warn_of_parameters():
+    """The probes, /metrics, /version, discovery and the OpenAPI documents
+    answered any method as a GET (DELETE /version, PUT /metrics with a
+    body: 200) and passed over every query parameter: another method is
+    now 405 with Allow, and a parameter they do not read is warned of
+    (the OpenAPI group's hash, pretty and timeout are read)."""
+    d = daemon()
+    paths = ('/healthz', '/livez', '/readyz', '/metrics', '/version',
+             '/openapi/v3', '/openapi/v3/apis/kernelindex.dev/v1alpha1',
+             '/api', '/apis', '/apis/kernelindex.dev')
+    for p in paths:
+        for method in ('POST', 'PUT', 'DELETE', 'PATCH'):
+            r = d.request(method, p, body=b'{}',
+                          content_type='application/json')
+            kitest.status_of(r, 405, 'MethodNotAllowed')
+            eq(r.headers.get('Allow'), 'GET, HEAD', '%s %s: Allow' %
+               (method, p))
+        r = d.get(p + '?bogus=1')
+        eq(r.status, 200, '%s: %r' % (p, r))
+        w = r.headers.get_all('Warning') or []
+        check(any('bogus' in x for x in w), '%s: a Warning: %r' % (p, w))
+        r = d.get(p + '?timeout=30s&pretty=true')
+        eq((r.status, r.headers.get_all('Warning')), (200, None),
+           '%s: timeout and pretty are read' % p)
+    eq(d.request('HEAD', '/healthz').status, 200, 'HEAD /healthz')
+    idx = d.get('/openapi/v3').json()
+    url = idx['paths']['apis/kernelindex.dev/v1alpha1']['serverRelativeURL']
+    r = d.get(url)
+    eq((r.status, r.headers.get_all('Warning')), (200, None),
+       'the index\'s own URL (with its hash)')
+
+
+@test
+def a_continue_token_past_2_to_the_64_is_refused():
+    """A continue token holds the id a page starts after, in decimal: 20
+    digits past 2^64 wrapped, and a token the server never issued was
+    taken for another. Now a 400, as any malformed token."""
+    import base64
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for i in range(3):
+        d.post(coll, proto_doc('ct-%d' % i, 170 + i))
+    tok = d.get(coll + '?limit=1').json()['metadata']['continue']
+    raw = base64.urlsafe_b64decode(tok + '=' * (-len(tok) % 4)).decode()
+    check(raw.startswith('i:'), 'the token: %r' % raw)
+    wrapped = 'i:%d' % (int(raw[2:]) + 2 ** 64)
+    check(len(wrapped) <= 22, 'it fits the token\'s length: %r' % wrapped)
+    forged = base64.urlsafe_b64encode(wrapped.encode()).decode().rstrip('=')
+    st = kitest.status_of(d.get(coll + '?limit=1&continue=' + forged), 400,
+                          'BadRequest')
+    check('continue' in st['message'], 'says why: %r' % st)
+    eq(d.get(coll + '?limit=1&continue=' + tok).status, 200, 'the real one')
+
+
 if __name__ == '__main__':
     sys.exit(kitest.run_all())
