@@ -39,7 +39,19 @@ match a run or a name. A prefix-limited token changes no Threshold (it
 may not create one either); If-None-Match on a write is a precondition
 (412 where it lists "*" or the object's ETag); a Transfer-Encoding with
 spaces after "chunked", which libmicrohttpd reads as another coding, is a
-400; a comparison's thresholdPercent is a decimal number."""
+400; a comparison's thresholdPercent is a decimal number.
+
+A create carrying metadata.resourceVersion is a 400, as kube-apiserver
+answers; the computed answers (leaderboard, series, facets, comparisons,
+objects/<digest>) and the fixed ones (probes, metrics, version,
+discovery, OpenAPI) warn of parameters they do not read, and the fixed
+ones take GET and HEAD only; a Content-Type is read as RFC 9110 writes
+it (a malformed or doubled parameter is 400, another charset 415); a
+header read from one line (If-None-Match, Content-Type, ...) given twice
+is a 400; a watch refuses resourceVersionMatch and warns of each
+parameter it does not read; a Warning holds no DEL; a continue token past
+2^64 is malformed; a prefix-limited token changes no Verification of a
+run outside its prefix."""
 import json
 import os
 import socket
