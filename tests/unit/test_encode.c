@@ -116,6 +116,68 @@ test_negotiation(void)
 	CU_ASSERT_FALSE(enc_compressible("image/png"));
 }
 
+/* RFC 9110 8.3.1 media types: what enc_content_type reads and refuses. */
+static void
+test_content_type(void)
+{
+	static const struct {
+		const char *ct, *mt;
+		int rc;
+	} t[] = {
+		{ NULL, "", 0 },
+		{ "", "", 0 },
+		{ "  ", "", 0 },
+		{ "Application/JSON", "application/json", 0 },
+		{ "application/json; charset=utf-8", "application/json", 0 },
+		{ "application/json;charset=\"UTF-8\"", "application/json", 0 },
+		{ "application/json ; charset=utf8 ;", "application/json", 0 },
+		{ "application/json;;x=1", "application/json", 0 },
+		{ "application/json; x=\";charset=utf-16\"", "application/json",
+		  0 },
+		{ "application/json; x=\"a\\\"b\"; charset=utf-8",
+		  "application/json", 0 },
+		{ "application/json\t", "application/json", 0 },
+		{ "application/json; charset=utf-16", "application/json",
+		  ENC_CT_CHARSET },
+		{ "application/json; CHARSET=\"latin1\"", "application/json",
+		  ENC_CT_CHARSET },
+		{ "application/json; charset=utf-8-but-longer-than-thirty-one",
+		  "application/json", ENC_CT_CHARSET },
+		{ "application/json; charset =utf-16", "application/json",
+		  ENC_CT_BAD },
+		{ "application/json; charset= utf-16", "application/json",
+		  ENC_CT_BAD },
+		{ "application/json; charset=utf-8; Charset=utf-8",
+		  "application/json", ENC_CT_BAD },
+		{ "application/json; charset=\"utf-8", "application/json",
+		  ENC_CT_BAD },
+		{ "application/json x", "application/json", ENC_CT_BAD },
+		{ "application/json; =x", "application/json", ENC_CT_BAD },
+		{ "application/json; x=", "application/json", ENC_CT_BAD },
+		{ "application/json; x=\"\x01\"", "application/json",
+		  ENC_CT_BAD },
+		{ "json", "", ENC_CT_BAD },
+		{ "application/", "", ENC_CT_BAD },
+		{ "/json", "", ENC_CT_BAD },
+	};
+	char mt[64];
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		int rc = enc_content_type(t[i].ct, mt, sizeof(mt), &why);
+
+		CU_ASSERT_EQUAL(rc, t[i].rc);
+		CU_ASSERT_STRING_EQUAL(mt, t[i].mt);
+		CU_ASSERT_TRUE((rc == ENC_CT_BAD) == (why != NULL));
+		if (rc != t[i].rc || strcmp(mt, t[i].mt) != 0)
+			fprintf(stderr, "content type %zu \"%s\": %d \"%s\"\n", i,
+			    t[i].ct ? t[i].ct : "(null)", rc, mt);
+	}
+	/* mt is cut to its size, and always ended. */
+	CU_ASSERT_EQUAL(enc_content_type("application/json", mt, 5, &why), 0);
+	CU_ASSERT_STRING_EQUAL(mt, "appl");
+}
+
 static void
 test_gzip_round_trip(void)
 {
@@ -172,6 +234,8 @@ test_encode_register(void)
 	    CU_add_test(s, "YAML scalars", test_yaml_scalars) == NULL ||
 	    CU_add_test(s, "YAML refusals", test_yaml_errors) == NULL ||
 	    CU_add_test(s, "Accept and Accept-Encoding", test_negotiation) ==
+	    NULL ||
+	    CU_add_test(s, "Content-Type parameters", test_content_type) ==
 	    NULL ||
 	    CU_add_test(s, "gzip both ways", test_gzip_round_trip) == NULL)
 		return -1;
