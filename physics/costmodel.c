@@ -34,6 +34,14 @@
  *            harness work, and leaving it out keeps the floor a lower
  *            bound. y.sum().backward() supplies an expanded (stride 0)
  *            gradient, which costs no bytes.
+ *  accumulation  a leaf's gradient that the script does not reset
+ *            (do_bench's grad_to_none does not name it, or the full pass
+ *            names nothing) is added to over the repetitions: autograd
+ *            reads the earlier gradient before writing the sum, so that
+ *            pass also reads the gradient's bytes (terms ab, af). Leaves
+ *            behind a differentiable op of the harness (the divergences'
+ *            log_softmax of a leaf, fused_moe's experts scaled by 0.02)
+ *            are outside the kernel and are not counted.
  *
  * FLOPs. flops counts matrix products (2 per multiply-add), eligible for
  * the matrix units; vector_flops counts the other arithmetic roughly, at
@@ -65,6 +73,9 @@ struct terms {
 	double shared;         /* bytes counted by both passes, once in full */
 	double xb, xf, xv;     /* full only: work a loss's backward can skip */
 	double rf, rb, rfull;  /* resident bytes per pass */
+	double ab, af;         /* gradients the script accumulates (not in
+	                        * its grad_to_none): the earlier value read
+	                        * before the add, in backward and in full */
 };
 
 struct cm {
@@ -238,7 +249,8 @@ loss_terms(struct terms *t, double in_bytes, double grad_bytes,
  * cross_entropy — logits (BT, V) from torch.randn (float32), targets (BT).
  * forward: read logits and targets; max, exp-sum and the target's logit
  *   (about 3 operations an element). backward: 0 (see conventions).
- * full: + write the (BT, V) logit gradient.
+ * full: + write the (BT, V) logit gradient, which the script's full pass
+ *   (no grad_to_none) accumulates: + read it (BT·V·s).
  * resident: logits + targets (Liger writes the gradient over the logits).
  */
 static int
@@ -250,8 +262,9 @@ k_cross_entropy(struct cm *c, struct terms *t)
 		return KI_EINVAL;
 	x = bt * v * c->s;
 	loss_terms(t, x + 8 * bt, x, 3 * bt * v);
+	t->af = x;
 	t->rf = t->rb = t->rfull = x + 8 * bt;
-	c->out->model = "cross_entropy: BT·V·s + 8BT | full + BT·V·s";
+	c->out->model = "cross_entropy: BT·V·s + 8BT | full + 2·BT·V·s";
 	return KI_OK;
 }
 
@@ -264,10 +277,14 @@ k_cross_entropy(struct cm *c, struct terms *t)
  *   jsd and tvd (in_bwd): Liger's forward stores the input gradient G and
  *   the backward scales it by the upstream scalar, then autograd runs the
  *   backward of the script's log_softmax (jsd) or softmax (tvd): read G
- *   and y, write the leaf's gradient (3·BT·V·s).
+ *   and y, write the leaf's gradient (3·BT·V·s); grad_to_none names the
+ *   input made from the leaf, not the leaf, so the leaf's gradient
+ *   accumulates: + read it (BT·V·s).
  * full: + write the input gradient BT·V·s (a fused full pass reads y and
  *   the target once and writes the leaf's gradient: the backward's reads
  *   of G and y are shared with the forward, its write is the full's).
+ *   The reference's full times the loss, not the script's log_softmax or
+ *   softmax behind it, so the leaf's accumulation is not counted there.
  * resident: the leaf, the input made from it and the target (3·BT·V·s);
  *   the leaf stays alive through the autograd graph.
  */
@@ -283,6 +300,7 @@ k_divergence(struct cm *c, struct terms *t, double per_elem, int in_bwd,
 	loss_terms(t, 2 * x, x, per_elem * bt * v);
 	if (in_bwd) {
 		t->bb = 3 * x;
+		t->ab = x;
 		t->shared = 2 * x;
 		t->xb = 0;
 	}
@@ -344,7 +362,9 @@ k_megatron_cross_entropy(struct cm *c, struct terms *t)
  * (V, H), targets (BT); logits never need to exist.
  * forward: read x, W, targets; the logits product 2·BT·H·V.
  * backward: 0 (Liger computes both gradients during forward).
- * full: + write dx (BT·H·s) and dW (V·H·s); + 4·BT·H·V for them.
+ * full: + write dx (BT·H·s) and dW (V·H·s); + 4·BT·H·V for them. The
+ *   script's full pass resets nothing (no grad_to_none): both gradients
+ *   accumulate, + read them (BT·H·s + V·H·s).
  * resident: x, W, targets; full adds dW.
  *
  * The preference losses (fused_linear_orpo_loss, _cpo_loss, _simpo_loss)
@@ -364,6 +384,7 @@ lm_head(struct cm *c, struct terms *t, double extra_input_bytes)
 	t->ff = 2 * bt * h * v;
 	t->xb = x + w;
 	t->xf = 4 * bt * h * v;
+	t->af = x + w;
 	t->rf = t->rb = x + w + 8 * bt + extra_input_bytes * bt * h * s;
 	t->rfull = t->rf + w;
 	return KI_OK;
@@ -373,7 +394,7 @@ static int
 k_flce(struct cm *c, struct terms *t)
 {
 	c->out->model = "fused_linear_cross_entropy: BT·H·s + V·H·s + 8BT, "
-	    "2·BT·H·V FLOPs | full + BT·H·s + V·H·s, 6·BT·H·V";
+	    "2·BT·H·V FLOPs | full + 2·(BT·H·s + V·H·s), 6·BT·H·V";
 	return lm_head(c, t, 0);
 }
 
@@ -392,7 +413,8 @@ k_flce(struct cm *c, struct terms *t)
  *   1 (backward() on the scalar loss); no FLOPs.
  * full: + write dx and dW; + 4·BT·H·V. A full pass makes the gradients
  *   where it writes them: the backward's hand-over bytes are not added
- *   (shared).
+ *   (shared). The script's full pass resets nothing: dx and dW both
+ *   accumulate, + read them (BT·H·s + V·H·s).
  * resident: x, ref_x, W, W_ref, tokens; full adds dW.
  */
 static int
@@ -410,10 +432,11 @@ k_grpo(struct cm *c, struct terms *t)
 	t->shared = t->bb;
 	t->xb = x + w;
 	t->xf = 4 * bt * h * v;
+	t->af = x + w;
 	t->rf = t->rb = 2 * x + 2 * w + 8 * bt;
 	t->rfull = t->rf + w;
 	c->out->model = "fused_linear_grpo_loss: 2·BT·H·s + 2·V·H·s + 8BT, "
-	    "4·BT·H·V | bwd 2·BT·H·s + 3·V·H·s | full + BT·H·s + V·H·s, "
+	    "4·BT·H·V | bwd 2·BT·H·s + 3·V·H·s | full + 2·(BT·H·s + V·H·s), "
 	    "8·BT·H·V";
 	return KI_OK;
 }
@@ -423,7 +446,8 @@ k_grpo(struct cm *c, struct terms *t)
  * and reference heads W, W_ref (V, H) with biases (V), targets (B, T); x
  * does not require grad. The loss needs both models' log-probabilities.
  * forward: read x, ref_x, W, W_ref, biases, targets; 2 × 2·BT·H·V.
- * backward: 0. full: + write dW and db; + 2·BT·H·V (dW only).
+ * backward: 0. full: + write dW and db; + 2·BT·H·V (dW only); both
+ *   accumulate (no grad_to_none): + read them.
  * resident: x, ref_x, W, W_ref, targets; full adds dW.
  */
 static int
@@ -439,10 +463,11 @@ k_kto(struct cm *c, struct terms *t)
 	t->ff = 4 * bt * h * v;
 	t->xb = w + v * s;
 	t->xf = 2 * bt * h * v;
+	t->af = w + v * s;
 	t->rf = t->rb = 2 * x + 2 * w + 8 * bt;
 	t->rfull = t->rf + w;
 	c->out->model = "kto_loss: 2·BT·H·s + 2·V·H·s, 4·BT·H·V | "
-	    "full + V·H·s, 6·BT·H·V";
+	    "full + 2·(V·H·s + V·s), 6·BT·H·V";
 	return KI_OK;
 }
 
@@ -451,7 +476,7 @@ k_kto(struct cm *c, struct terms *t)
  * teacher heads (V, H); only the student input and head get gradients.
  * forward: read both inputs and heads; 2 × 2·BT·H·V.
  * backward: 0. full: + write d(student input) and d(student head);
- *   + 4·BT·H·V.
+ *   + 4·BT·H·V; both accumulate (no grad_to_none): + read them.
  * resident: both inputs and heads; full adds the student head gradient.
  */
 static int
@@ -467,10 +492,11 @@ k_fused_linear_jsd(struct cm *c, struct terms *t)
 	t->ff = 4 * bt * h * v;
 	t->xb = x + w;
 	t->xf = 4 * bt * h * v;
+	t->af = x + w;
 	t->rf = t->rb = 2 * x + 2 * w;
 	t->rfull = t->rf + w;
 	c->out->model = "fused_linear_jsd: 2·BT·H·s + 2·V·H·s, 4·BT·H·V | "
-	    "full + BT·H·s + V·H·s, 8·BT·H·V";
+	    "full + 2·(BT·H·s + V·H·s), 8·BT·H·V";
 	return KI_OK;
 }
 
@@ -480,7 +506,8 @@ k_fused_linear_jsd(struct cm *c, struct terms *t)
  * forward: read all four and the targets; student logits 2·BT·V·H/2 and
  *   teacher logits 2·BT·V·H: 3·BT·V·H.
  * backward: 0. full: + write d(student input) and d(student head),
- *   2 × 2·BT·V·H/2 = 2·BT·V·H more.
+ *   2 × 2·BT·V·H/2 = 2·BT·V·H more; both accumulate (no grad_to_none):
+ *   + read them.
  * resident: inputs, heads, targets; full adds the student head gradient.
  */
 static int
@@ -498,10 +525,11 @@ k_distill(struct cm *c, struct terms *t)
 	t->ff = 3 * bt * v * h;
 	t->xb = xs + ws;
 	t->xf = 2 * bt * v * h;
+	t->af = xs + ws;
 	t->rf = t->rb = xs + xt + ws + wt + 8 * bt;
 	t->rfull = t->rf + ws;
 	c->out->model = "distill: BT·1.5H·s + V·1.5H·s + 8BT, 3·BT·V·H | "
-	    "full + BT·H/2·s + V·H/2·s, 5·BT·V·H";
+	    "full + 2·(BT·H/2·s + V·H/2·s), 5·BT·V·H";
 	return KI_OK;
 }
 
@@ -513,6 +541,9 @@ k_distill(struct cm *c, struct terms *t)
  *   intermediate element.
  * backward: read dy, x and the weights, write dx and the three weight
  *   gradients; each product's two gradient products: 12·BT·H·I.
+ * The scripts' grad_to_none names x alone: the three weight gradients
+ *   accumulate over the repetitions, so backward and full also read them
+ *   (3·H·I·s).
  * full: x and the weights read once. resident: x, weights, y; backward
  *   and full add dy and the weight gradients. (A tiled variant that
  *   recomputes the forward in backward does more, never less.)
@@ -533,10 +564,11 @@ k_mlp(struct cm *c, struct terms *t)
 	t->bf = 12 * bt * h * i;
 	t->bv = 10 * bt * i;
 	t->shared = x + w;
+	t->ab = t->af = w;
 	t->rf = x + w + x;
 	t->rb = t->rfull = x + w + x + x + w;
 	c->out->model = "gated MLP: 2·BT·H·s + 3·H·I·s, 6·BT·H·I | backward "
-	    "3·BT·H·s + 6·H·I·s, 12·BT·H·I";
+	    "3·BT·H·s + 9·H·I·s, 12·BT·H·I";
 	return KI_OK;
 }
 
@@ -572,6 +604,8 @@ k_megatron_swiglu(struct cm *c, struct terms *t)
  * forward: read x, weight, bias, write y: 2·M·N·s + 2·N·s.
  * backward: read dy, x, weight; write dx, dweight, dbias (mean and rstd
  *   may be recomputed): 3·M·N·s + 3·N·s.
+ * The weight and bias gradients accumulate (grad_to_none names x
+ *   alone): backward and full read them too (2·N·s).
  * full: x and weight read once. resident: x and dy (the harness makes
  *   both before timing), weight, bias, y; + their gradients.
  */
@@ -590,6 +624,7 @@ k_layer_norm(struct cm *c, struct terms *t)
 	t->bb = x + x + p + x + 2 * p;
 	t->bv = 10 * m * n;
 	t->shared = x + p;
+	t->ab = t->af = 2 * p;
 	t->rf = x + x + 2 * p + x;
 	t->rb = t->rfull = t->rf + 2 * p;
 	c->out->model = "layer_norm: 2·M·N·s | backward 3·M·N·s";
@@ -600,6 +635,7 @@ k_layer_norm(struct cm *c, struct terms *t)
  * rms_norm — x (M, H), weight (H).
  * forward: read x and weight, write y: 2·M·H·s. backward: read dy, x,
  *   weight, write dx and dweight: 3·M·H·s. full: x read once, 4·M·H·s.
+ *   dweight accumulates (grad_to_none names x alone): + read it (H·s).
  * resident: x, dy, y (Liger writes dx over dy).
  */
 static int
@@ -617,6 +653,7 @@ k_rms_norm(struct cm *c, struct terms *t)
 	t->bb = x + x + p + x + p;
 	t->bv = 6 * m * h;
 	t->shared = x + p;
+	t->ab = t->af = p;
 	t->rf = t->rb = t->rfull = 3 * x + p;
 	c->out->model = "rms_norm: 2·M·H·s | backward 3·M·H·s";
 	return KI_OK;
@@ -628,6 +665,7 @@ k_rms_norm(struct cm *c, struct terms *t)
  * forward: read x, r, w; write y and s: 4·M·H·s.
  * backward: read dy, ds and the saved s; write dx (= dr, one buffer at
  *   least): 4·M·H·s. full: s is re-read, so one M·H term is shared: 7.
+ *   dweight accumulates (grad_to_none names x and r): + read it (H·s).
  * resident: x, r, dy, ds (made by the harness) and y, s.
  */
 static int
@@ -645,6 +683,7 @@ k_fused_add_rms_norm(struct cm *c, struct terms *t)
 	t->bb = 4 * x + 2 * p;
 	t->bv = 8 * m * h;
 	t->shared = x + p;
+	t->ab = t->af = p;
 	t->rf = t->rb = t->rfull = 6 * x + p;
 	c->out->model = "fused_add_rms_norm: 4·M·H·s | backward 4·M·H·s, "
 	    "full 7·M·H·s";
@@ -655,7 +694,9 @@ k_fused_add_rms_norm(struct cm *c, struct terms *t)
  * megatron_rms_norm — x (S, B, H) bfloat16, weight (H).
  * forward: read x, write y: 2·S·B·H·s.
  * backward and full (forward+backward, stride-0 upstream gradient):
- *   read x, write y and dx: 3·S·B·H·s.
+ *   read x, write y and dx: 3·S·B·H·s. The weight's gradient is never
+ *   reset (+ read it, H·s); x's is reset before each "backward" but not
+ *   in the full pass, where it accumulates (+ read it, S·B·H·s).
  * resident: x and y.
  */
 static int
@@ -673,8 +714,11 @@ k_megatron_rms_norm(struct cm *c, struct terms *t)
 	t->bb = t->fb + x + p;
 	t->bv = t->fv + 6 * bt * h;
 	t->shared = t->fb;
+	t->ab = p;
+	t->af = x + p;
 	t->rf = t->rb = t->rfull = 2 * x + p;
-	c->out->model = "megatron_rms_norm: 2·S·B·H·s | + S·B·H·s";
+	c->out->model = "megatron_rms_norm: 2·S·B·H·s | + S·B·H·s, full "
+	    "+ 2·S·B·H·s";
 	return KI_OK;
 }
 
@@ -784,7 +828,8 @@ k_sparsemax(struct cm *c, struct terms *t)
  * group_norm — x (M, C, H) (batch M, C channels, H elements each),
  * weight and bias (C), C / channels_per_group groups.
  * forward: read x, write y: 2·M·C·H·s. backward: read dy, x, weight,
- *   write dx, dweight, dbias: 3·M·C·H·s. full: 4.
+ *   write dx, dweight, dbias: 3·M·C·H·s. full: 4. dweight and dbias
+ *   accumulate (grad_to_none names x alone): + read them (2·C·s).
  * resident: forward x, parameters, y; backward and full add dy (made by
  *   the harness before the measured call, or inside it) and the
  *   parameter gradients.
@@ -805,6 +850,7 @@ k_group_norm(struct cm *c, struct terms *t)
 	t->bb = x + x + p + x + 2 * p;
 	t->bv = 10 * m * ch * h;
 	t->shared = x + p;
+	t->ab = t->af = 2 * p;
 	t->rf = x + 2 * p + x;
 	t->rb = t->rfull = t->rf + x + 2 * p;
 	c->out->model = "group_norm: 2·M·C·H·s | backward 3·M·C·H·s";
@@ -1056,7 +1102,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 	if (p == PASS_BWD && bwd_is_full) {
 		/* forward+backward timed as one: the backward terms of these
 		 * models already include the forward's. */
-		out->bytes = t->bb;
+		out->bytes = t->bb + t->ab;
 		out->flops = t->bf;
 		out->vector_flops = t->bv;
 		out->resident_bytes = t->rb;
@@ -1070,7 +1116,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 		out->resident_bytes = t->rf;
 		break;
 	case PASS_BWD:
-		out->bytes = t->bb;
+		out->bytes = t->bb + t->ab;
 		out->flops = t->bf;
 		out->vector_flops = t->bv;
 		out->resident_bytes = t->rb;
@@ -1081,7 +1127,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 			full_f = t->bf;
 			full_v = t->bv;
 		}
-		out->bytes = full_b;
+		out->bytes = full_b + t->af;
 		out->flops = full_f;
 		out->vector_flops = full_v;
 		out->resident_bytes = t->rfull;

@@ -45,7 +45,15 @@ struct lin_slot {
 	int from;             /* LK_ACC: the saved slot whose value, rounded
 	                       * to the dtype, it starts from (the gradient one
 	                       * earlier repetition added) */
+	unsigned acc;         /* LK_OUT1: the passes (LIN_ACC_*) in which the
+	                       * script's autograd adds this gradient to what
+	                       * the earlier repetitions left (do_bench's
+	                       * grad_to_none does not name its tensor), as
+	                       * the reference then does; else written anew */
 };
+
+#define LIN_ACC_BWD 1u    /* in the backward pass */
+#define LIN_ACC_FULL 2u   /* in the full pass */
 
 /* The parts of a computation. A loss whose gradients Liger's forward
  * makes (stored_bwd) has two more: LP_STORE is that forward (the loss,

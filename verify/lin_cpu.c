@@ -50,10 +50,19 @@ struct lcpu {
 	float *work[LIN_MAX_SLOTS];   /* fp32 arrays (NULL for targets) */
 	void *v[LIN_MAX_SLOTS];       /* what the computation sees */
 	float *scratch;
+	unsigned acc_pass;            /* LIN_ACC_BWD or _FULL: this job's
+	                               * pass, for the slots' acc; 0 forward */
+	int reps;                     /* backward parts run since the
+	                               * gradients were last reset: the first
+	                               * writes them (grad is None before
+	                               * do_bench's first call), later ones add
+	                               * to them where the script accumulates */
 	int fault;                    /* KIREF_FAULT, for testing the check:
 	                               * 1 leaves the last element of the
 	                               * first output unwritten, 2 makes that
-	                               * output 3% too large */
+	                               * output 3% too large, 3 writes the
+	                               * gradients anew where the script adds
+	                               * to them */
 };
 
 static void
@@ -83,8 +92,20 @@ store_f(void *dst, const float *src, int64_t n, enum api_dtype t)
 		    ref_f32_to_bf16(src[i]) : ref_f32_to_f16(src[i]);
 }
 
+/* Whether slot i's gradient adds to the earlier repetitions' now. */
+static int
+accumulates(const struct lcpu *c, int i)
+{
+	const struct lin_slot *sl = &c->s->slot[i];
+
+	return sl->kind == LK_OUT1 && (sl->acc & c->acc_pass) && c->reps > 0 &&
+	    c->fault != 3;
+}
+
 /* Stores the outputs of kind k (and the losses with the forward's),
- * applying the test fault to the first of them. */
+ * applying the test fault to the first of them; a gradient the script
+ * accumulates is added to the stored one (read in the dtype, summed in
+ * fp32, rounded once), as autograd's in-place add does. */
 static void
 store_outputs(struct lcpu *c, enum lin_kind k)
 {
@@ -104,6 +125,10 @@ store_outputs(struct lcpu *c, enum lin_kind k)
 		if (first && c->fault == 1)
 			n--;
 		first = 0;
+		if (accumulates(c, i))
+			for (int64_t j = 0; j < n; j++)
+				c->work[i][j] += (float)ref_elem(c->host[i],
+				    (size_t)j, c->dt);
 		store_f(c->host[i], c->work[i], n, sdt(sl->kind, c->dt));
 	}
 }
@@ -135,6 +160,7 @@ lcpu_pass(struct lcpu *c, int fwd, int bwd)
 		c->f->run_f(s, apply ? LP_APPLY : LP_BACKWARD, c->v,
 		    c->scratch);
 		store_outputs(c, LK_OUT1);
+		c->reps++;
 	}
 }
 
@@ -301,9 +327,12 @@ rel_error(const void *got, const double *want, int64_t n, enum api_dtype t,
 /* Recomputes the pass in float64 from the inputs in c->host and compares
  * every element of its outputs (a stored_bwd family's backward alone:
  * its storing forward and the backward, from the same inputs and
- * accumulators). */
+ * accumulators). prior: NULL, or per slot the gradient a pass that
+ * accumulates found stored (in the dtype; NULL for the others), which
+ * the expected value then adds. */
 static int
-check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
+check(struct lcpu *c, int fwd, int bwd, void *const *prior,
+	struct ref_result *r)
 {
 	const struct lin_shape *s = c->s;
 	double *work[LIN_MAX_SLOTS] = { NULL }, *scratch = NULL;
@@ -347,6 +376,10 @@ check(struct lcpu *c, int fwd, int bwd, struct ref_result *r)
 		if (s->slot[i].n == 0 || !((fwd && (k == LK_OUT0 ||
 		    k == LK_LOSS)) || (bwd && k == LK_OUT1)))
 			continue;
+		if (prior != NULL && prior[i] != NULL)
+			for (int64_t j = 0; j < s->slot[i].n; j++)
+				work[i][j] += ref_elem(prior[i], (size_t)j,
+				    c->dt);
 		e = rel_error(c->host[i], work[i], s->slot[i].n, sdt(k, c->dt),
 		    &nan);
 		if (nan)
@@ -397,7 +430,8 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	int fwd = job->pass != REF_BACKWARD, bwd = job->pass != REF_FORWARD;
 	struct lcpu c;
 	struct lcpu_job cj = { &c, fwd, bwd };
-	int rc;
+	void *prior[LIN_MAX_SLOTS] = { NULL };
+	int rc, i, nacc = 0;
 
 	memset(r, 0, sizeof(*r));
 	r->backend = "cpu";
@@ -411,10 +445,15 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 		snprintf(err, errlen, "cannot allocate the CPU workload");
 		return rc;
 	}
+	c.acc_pass = job->pass == REF_FULL ? LIN_ACC_FULL :
+	    job->pass == REF_BACKWARD ? LIN_ACC_BWD : 0;
 	fill_inputs(&c, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)
 		lcpu_prepare_bwd(&c);
+	/* The timed repetitions add to the gradients the script accumulates,
+	 * from the first call's (which writes them). */
+	c.reps = 0;
 	rc = ref_cpu_bench(job, lcpu_pass_job, &cj, r, err, errlen);
 	if (rc != KI_OK)
 		goto out;
@@ -427,12 +466,36 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	poison(&c, fwd, bwd);
 	if (getenv("KIREF_FAULT") != NULL)
 		c.fault = atoi(getenv("KIREF_FAULT"));
+	/* The first repetition writes every gradient (each element, from
+	 * the poison); where the script accumulates, a second one adds to
+	 * what the first stored, checked against that plus float64's. */
+	c.reps = 0;
 	lcpu_pass(&c, fwd, bwd);
 	r->complete = 1;
-	rc = check(&c, fwd, bwd, r);
+	rc = check(&c, fwd, bwd, NULL, r);
+	for (i = 0; rc == KI_OK && i < s.nslots; i++) {
+		size_t b = (size_t)s.slot[i].n * esize(LK_OUT1, c.dt);
+
+		if (s.slot[i].kind != LK_OUT1 || s.slot[i].n == 0 ||
+		    !(s.slot[i].acc & c.acc_pass))
+			continue;
+		prior[i] = malloc(b);
+		if (prior[i] == NULL)
+			rc = KI_ENOMEM;
+		else
+			memcpy(prior[i], c.host[i], b);
+		nacc++;
+	}
+	if (rc == KI_OK && nacc > 0) {
+		lcpu_pass(&c, fwd, bwd);
+		rc = check(&c, fwd, bwd, prior, r);
+		r->accumulated_outputs = nacc;
+	}
 	if (rc != KI_OK)
 		snprintf(err, errlen, "cannot allocate the check");
 out:
+	for (i = 0; i < LIN_MAX_SLOTS; i++)
+		free(prior[i]);
 	lcpu_free(&c);
 	return rc;
 }

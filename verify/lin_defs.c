@@ -279,7 +279,7 @@ static void
 slot(struct lin_shape *s, int i, const char *name, enum lin_kind k,
 	int64_t n)
 {
-	s->slot[i] = (struct lin_slot){ name, k, n, 0 };
+	s->slot[i] = (struct lin_slot){ name, k, n, 0, 0 };
 	if (i + 1 > s->nslots)
 		s->nslots = i + 1;
 }
@@ -300,6 +300,10 @@ layout_mlp(struct lin_shape *s)
 	slot(s, ML_DWG, "dgate_proj", LK_OUT1, n * h);
 	slot(s, ML_DWU, "dup_proj", LK_OUT1, n * h);
 	slot(s, ML_DWD, "ddown_proj", LK_OUT1, h * n);
+	/* The scripts' grad_to_none names x alone: the projections'
+	 * gradients add to the earlier repetitions' in backward and full. */
+	s->slot[ML_DWG].acc = s->slot[ML_DWU].acc = s->slot[ML_DWD].acc =
+	    LIN_ACC_BWD | LIN_ACC_FULL;
 	slot(s, ML_G, "gate", LK_SAVED, rows * n);
 	slot(s, ML_U, "up", LK_SAVED, rows * n);
 	s->scratch = h * n + 3 * rows * n + rows * (h > n ? h : n);
@@ -327,6 +331,10 @@ layout_loss(struct lin_shape *s, int64_t hs, int two, int t2_len,
 	slot(s, LL_DX, "dinput", LK_OUT1, dx ? rows * hs : 0);
 	slot(s, LL_DW, "dweight", LK_OUT1, nv * hs);
 	slot(s, LL_DB, "dbias", LK_OUT1, s->bias ? nv : 0);
+	/* Every script's full pass is do_bench(full) with no grad_to_none:
+	 * each gradient adds to the earlier repetitions'. */
+	s->slot[LL_DX].acc = s->slot[LL_DW].acc = s->slot[LL_DB].acc =
+	    LIN_ACC_FULL;
 	slot(s, LL_Z, "logits", LK_SAVED, rows * nv);
 	slot(s, LL_Z2, "ref_logits", LK_SAVED, two ? rows * nv : 0);
 	slot(s, LL_ST, "row_stats", LK_SAVED, rows * ST_W);
@@ -344,7 +352,7 @@ layout_orpo(struct lin_shape *s)
 {
 	layout_loss(s, s->h, 0, 0, 0, 1);
 	s->slot[LL_T2] = (struct lin_slot){ "nll_target", LK_TARGET,
-	    s->b * s->t, 0 };
+	    s->b * s->t, 0, 0 };
 }
 
 static void
@@ -352,7 +360,7 @@ layout_kto(struct lin_shape *s)
 {
 	layout_loss(s, s->h, 1, 0, 1, 0);
 	s->slot[LL_T2] = (struct lin_slot){ "preference_labels", LK_TARGET,
-	    s->b, 0 };
+	    s->b, 0, 0 };
 	s->slot[LL_AUX].name = "kl";
 }
 
@@ -366,7 +374,8 @@ layout_grpo(struct lin_shape *s)
 	int64_t rows = s->b * s->t, nw = s->v * s->h;
 
 	layout_loss(s, s->h, 1, 0, 0, 1);
-	s->slot[LL_AUX] = (struct lin_slot){ "advantages", LK_IN, s->b, 0 };
+	s->slot[LL_AUX] = (struct lin_slot){ "advantages", LK_IN, s->b, 0,
+	    0 };
 	slot(s, LL_DO, "dloss", LK_IN1, 1);
 	slot(s, LL_ACC, "weight.grad", LK_ACC, nw);
 	s->slot[LL_ACC].from = LL_GW;

@@ -65,6 +65,11 @@ struct ref_result {
 	double max_rel_error;        /* max over sampled rows of ‖Δ‖/‖ref‖ */
 	int64_t checked_outputs;     /* elements compared with float64 */
 	int complete;                /* every output element was written */
+	int accumulated_outputs;     /* gradients also checked after a second
+	                              * repetition added to the first's, as
+	                              * the script's autograd accumulates
+	                              * them (0: none accumulates in this
+	                              * pass, or the backend writes anew) */
 	double copy_bw;              /* bytes/s (read + written) of a large
 	                              * copy measured in the same run; 0 if
 	                              * not measured */

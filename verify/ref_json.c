@@ -372,6 +372,8 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 	    json_object_new_double(r->max_rel_error));
 	json_object_object_add(o, "checkedOutputs",
 	    json_object_new_int64(r->checked_outputs));
+	json_object_object_add(o, "accumulatedGradients",
+	    json_object_new_int(r->accumulated_outputs));
 	json_object_object_add(o, "tolerance",
 	    json_object_new_double(ref_tolerance(job->dtype)));
 	json_object_object_add(o, "correct", json_object_new_boolean(

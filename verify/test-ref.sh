@@ -224,6 +224,28 @@ expect "a linear family's unwritten element is caught" 0 '"correct":false' "$out
 out=$(fam swiglu backward bfloat16 cpu '{"tokens":24,"hidden":40,"intermediate":70}' |
     KIREF_FAULT=2 "$REF"); rc=$?
 expect "a linear family's output 3% off is caught" 0 '"correct":false' "$out" $rc
+# Gradients the scripts accumulate (the losses' full pass names nothing in
+# grad_to_none; the MLPs' names x alone): after the first repetition the
+# reference adds to them, and the check compares a second repetition's
+# sums with the first's plus float64's; one written anew (KIREF_FAULT=3)
+# is caught.
+while read -r k p n params; do
+	out=$(fam $k $p float32 cpu "$params" | "$REF"); rc=$?
+	expect "$k $p: $n gradients accumulate" 0 \
+	    "\"accumulatedGradients\":$n,.*\"correct\":true" "$out" $rc
+	out=$(fam $k $p float32 cpu "$params" | KIREF_FAULT=3 "$REF"); rc=$?
+	expect "$k $p: a gradient written anew is caught" 0 \
+	    '"correct":false' "$out" $rc
+done <<ACC
+fused_linear_cross_entropy full 2 {"tokens":24,"hidden":40,"vocab":300}
+kto_loss full 2 {"batch":3,"seq":8,"hidden":40,"vocab":300,"bias":true}
+fused_linear_grpo_loss_sequence full 2 {"batch":3,"seq":8,"hidden":40,"vocab":300}
+swiglu backward 3 {"tokens":24,"hidden":40,"intermediate":70}
+geglu full 3 {"tokens":24,"hidden":40,"intermediate":70}
+ACC
+out=$(fam fused_linear_grpo_loss_token backward float32 cpu '{"batch":3,"seq":8,"hidden":40,"vocab":300}' | "$REF"); rc=$?
+expect "GRPO's backward: x's gradient reset, no second repetition" 0 \
+    '"accumulatedGradients":0,.*"correct":true' "$out" $rc
 # GRPO's backward alone (the gradients its forward stored, handed over):
 # at the data's shape, and its check catching a missing element and a 3%
 # error in the input's gradient.

@@ -108,8 +108,9 @@ test_spellings(void)
 }
 
 /* cross_entropy, BT=16384, V=4096, float32: logits 268,435,456 bytes,
- * targets 131,072. forward reads both; full also writes the gradient;
- * backward may be free; resident is logits + targets (Liger writes the
+ * targets 131,072. forward reads both; full also writes the gradient,
+ * which the script's full pass (no grad_to_none) adds to the earlier
+ * repetitions' (read it too); backward may be free; resident is logits + targets (Liger writes the
  * gradient over the logits: the data's 256.33 MB). */
 static void
 test_cross_entropy(void)
@@ -123,14 +124,16 @@ test_cross_entropy(void)
 	CU_ASSERT_EQUAL(est("cross_entropy", "backward", NULL, p, &c), KI_OK);
 	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 0, 0);
 	CU_ASSERT_EQUAL(est("cross_entropy", "full", NULL, p, &c), KI_OK);
-	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * 268435456.0 + 131072, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * 268435456.0 + 131072, 0);
 	CU_ASSERT_DOUBLE_EQUAL(c.resident_bytes, 268435456.0 + 131072, 0);
 }
 
 /* tvd and jsd, BT=1024, V=4096, float32: x = 16,777,216 bytes. The
  * backward reads the stored gradient and the softmax (log_softmax) output
- * and writes the leaf's gradient: 3x; forward 2x; full 3x. kl_div's
- * backward stays free. */
+ * and adds to the leaf's gradient (grad_to_none names the softmax's
+ * output, not the leaf): read it and write it, 4x; forward 2x; full 3x
+ * (the loss alone: the script's softmax behind it is not the kernel's).
+ * kl_div's backward stays free. */
 static void
 test_divergence_backward(void)
 {
@@ -142,7 +145,7 @@ test_divergence_backward(void)
 
 	for (i = 0; i < 2; i++) {
 		CU_ASSERT_EQUAL(est(k[i], "backward", NULL, p, &c), KI_OK);
-		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x, 0);
+		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 4 * x, 0);
 		CU_ASSERT_EQUAL(est(k[i], "forward", NULL, p, &c), KI_OK);
 		CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * x, 0);
 		CU_ASSERT_EQUAL(est(k[i], "full", NULL, p, &c), KI_OK);
@@ -171,15 +174,17 @@ test_geglu(void)
 	    2216203124736.0 / 312e12, 1e-12);
 	CU_ASSERT_EQUAL(est("geglu", "full", "bfloat16", p, &c), KI_OK);
 	CU_ASSERT_DOUBLE_EQUAL(c.flops, 3 * 2216203124736.0, 0);
-	/* x, y, dy, dx (4·BT·H·s) + weights read once and written once. */
+	/* x, y, dy, dx (4·BT·H·s) + weights read once, their gradients
+	 * read (grad_to_none names x alone: they accumulate) and written. */
 	CU_ASSERT_DOUBLE_EQUAL(c.bytes,
-	    4.0 * 8192 * 4096 * 2 + 2.0 * 3 * 4096 * 11008 * 2, 0);
+	    4.0 * 8192 * 4096 * 2 + 3.0 * 3 * 4096 * 11008 * 2, 0);
 }
 
 /* fused_linear_grpo_loss_*: the script's β = 0.1 makes the loss need the
  * reference head's log-probabilities too, so its forward is two heads'
  * products, B 2, T 1024, H 4096, V 128256: 4·2048·4096·128256 FLOPs, and
- * reads x, ref_x, W, W_ref and the tokens; full adds dx and dW. The
+ * reads x, ref_x, W, W_ref and the tokens; full adds dx and dW, each
+ * read and written (the full pass resets nothing: they accumulate). The
  * backward alone hands over the gradients Liger's forward made: x's
  * written anew (read, write), W's added to its accumulated gradient
  * (read both, write), no FLOPs — not 0 bytes: the script resets only x's
@@ -199,11 +204,48 @@ test_grpo_two_heads(void)
 	CU_ASSERT_EQUAL(est("fused_linear_grpo_loss_sequence", "full", NULL,
 	    p, &c), KI_OK);
 	CU_ASSERT_DOUBLE_EQUAL(c.flops, 8.0 * 2048 * 4096 * 128256, 0);
-	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x + 3 * w + 8 * 2048, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 4 * x + 4 * w + 8 * 2048, 0);
 	CU_ASSERT_EQUAL(est("fused_linear_grpo_loss_token", "backward", NULL,
 	    p, &c), KI_OK);
 	CU_ASSERT_DOUBLE_EQUAL(c.flops, 0, 0);
 	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 2 * x + 3 * w, 0);
+}
+
+/* Gradients the scripts do not reset are read before the add. The
+ * losses over a head: the full pass names nothing in grad_to_none, so
+ * fused_linear_cross_entropy (BT 4096, H 4096, V 128256, bf16) reads and
+ * writes dx and dW: x + W + targets, then dx and dW read and written.
+ * rms_norm (M 2048, H 8192, bf16): the backward's dweight accumulates
+ * (grad_to_none names x alone): 3·M·H·s + w, dw read and written.
+ * megatron_rms_norm: x's gradient is reset before each "backward" (the
+ * script's forward+backward) but not in full, which reads it too. */
+static void
+test_accumulated_gradients(void)
+{
+	static const char *pl = "{\"tokens\":4096,\"hidden\":4096,"
+	    "\"vocab\":128256}";
+	static const char *pr = "{\"rows\":2048,\"hidden\":8192}";
+	static const char *pm = "{\"seq\":4096,\"batch\":1,\"hidden\":8192}";
+	double x = 4096.0 * 4096 * 2, w = 128256.0 * 4096 * 2;
+	double xr = 2048.0 * 8192 * 2, p = 8192.0 * 2, xm = 4096.0 * 8192 * 2;
+	api_cost c, b;
+
+	CU_ASSERT_EQUAL(est("fused_linear_cross_entropy", "full", "bfloat16",
+	    pl, &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * x + 3 * w + 8 * 4096, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.flops, 6.0 * 4096 * 4096 * 128256, 0);
+	CU_ASSERT_EQUAL(est("fused_linear_cross_entropy", "forward",
+	    "bfloat16", pl, &c), KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, x + w + 8 * 4096, 0);
+	CU_ASSERT_EQUAL(est("rms_norm", "backward", "bfloat16", pr, &c),
+	    KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, 3 * xr + 3 * p, 0);
+	CU_ASSERT_EQUAL(est("megatron_rms_norm", "backward", "bfloat16", pm,
+	    &b), KI_OK);
+	CU_ASSERT_EQUAL(est("megatron_rms_norm", "full", "bfloat16", pm, &c),
+	    KI_OK);
+	CU_ASSERT_DOUBLE_EQUAL(b.bytes, 3 * xm + 3 * 8192.0 * 2, 0);
+	CU_ASSERT_DOUBLE_EQUAL(c.bytes, b.bytes + xm, 0);
 }
 
 /* megatron_*: the script's "backward" is forward+backward. */
@@ -650,6 +692,8 @@ test_costmodel_register(void)
 	    CU_add_test(s, "geglu is matrix-bound", test_geglu) == NULL ||
 	    CU_add_test(s, "grpo needs both heads", test_grpo_two_heads) ==
 	    NULL ||
+	    CU_add_test(s, "gradients the scripts accumulate",
+	    test_accumulated_gradients) == NULL ||
 	    CU_add_test(s, "megatron backward = full",
 	    test_megatron_backward_is_full) == NULL ||
 	    CU_add_test(s, "fused moe", test_fused_moe) == NULL ||
