@@ -207,7 +207,9 @@ distinct(double k, double n)
  * backward: read the indices and dy (BT·D·s) and write the dense V×D
  *   weight gradient nn.Embedding returns (every row, zero or not); the
  *   scatter-add of BT·D values is the only arithmetic.
- * full: the two, the indices read once.
+ * full: the two, the indices read once; the script's full pass resets
+ *   nothing (no grad_to_none), so the weight's gradient is added to the
+ *   earlier repetitions': + read it (V·D·s).
  * resident: weight V·D·s, indices, output BT·D·s; backward/full add dy
  *   (torch.randn_like(output) is alive while backward runs) and the V×D
  *   gradient.
@@ -226,10 +228,11 @@ k_embedding(struct cm *c, struct terms *t)
 	t->bb = idx + out + w;
 	t->bv = bt * d;
 	t->shared = idx;
+	t->af = w;
 	t->rf = w + idx + out;
 	t->rb = t->rfull = w + idx + 2 * out + w;
 	c->out->model = "embedding: 8BT + R·D·s + BT·D·s | 8BT + BT·D·s + "
-	    "V·D·s (R distinct rows)";
+	    "V·D·s (R distinct rows) | full + V·D·s read (accumulated)";
 	return KI_OK;
 }
 

@@ -411,14 +411,17 @@ flops_na(const struct fam_shape *s)
 
 /* ---- the table ---- */
 
+/* Each script's grad_to_none names x alone: the weights' and biases'
+ * gradients add up over the repetitions. */
 static const struct family attn[] = {
 	{ "multi_token_attention", 0, parse_mta, layout_mta, shrink_mta,
-	  params_mta, prep_mta, mta_dense_row_f, mta_dense_row_d },
+	  params_mta, prep_mta, mta_dense_row_f, mta_dense_row_d,
+	  FAM_ACC_PARAMS },
 	{ "sparse_multi_token_attention", 0, parse_mta, layout_mta,
 	  shrink_mta, params_mta, prep_mta, mta_sparse_row_f,
-	  mta_sparse_row_d },
+	  mta_sparse_row_d, FAM_ACC_PARAMS },
 	{ "fused_neighborhood_attention", 0, parse_na, layout_na, shrink_na,
-	  params_na, prep_na, na_row_f, na_row_d },
+	  params_na, prep_na, na_row_f, na_row_d, FAM_ACC_PARAMS },
 };
 
 const struct family *

@@ -143,11 +143,33 @@ struct fcpu {
 	float *buf[FAM_MAX_SLOTS];    /* a row, a parameter or a sum */
 	double *acc[FAM_MAX_SLOTS];   /* FK_ACC: the float64 totals */
 	float *scratch;
+	float *prior;                 /* a row gradient as stored before */
+	int acc_params, acc_rows;     /* this job's pass adds to the FK_ACC
+	                               * gradients, to the row gradients
+	                               * (family.h, FAM_ACC_*) */
+	int reps;                     /* backward parts run since the
+	                               * gradients were last reset: the first
+	                               * writes them (grad is None before
+	                               * do_bench's first call), later ones add
+	                               * to them where the script accumulates */
 	int fault;                    /* KIREF_FAULT, for testing the check:
 	                               * 1 leaves the last row unwritten,
 	                               * 2 makes the first row's outputs
-	                               * 3% too large */
+	                               * 3% too large, 3 writes the gradients
+	                               * anew where the script adds to them */
 };
+
+/* Whether slot i's gradient adds to the stored one now. */
+static int
+fcpu_adds(const struct fcpu *c, int i)
+{
+	const struct fam_slot *sl = &c->s->slot[i];
+
+	if (c->reps == 0 || c->fault == 3 || !(sl->io & FIO_OUT1))
+		return 0;
+	return sl->kind == FK_ACC ? c->acc_params :
+	    sl->kind == FK_ROW && c->acc_rows;
+}
 
 /* Folds the fp32 partial sums into the float64 totals. */
 static void
@@ -208,6 +230,14 @@ fcpu_pass(struct fcpu *c, int fwd, int bwd)
 				if (c->fault == 2 && r == 0 && (sl->io & out))
 					for (j = 0; j < sl->len; j++)
 						c->buf[i][j] *= 1.03f;
+				if (is_row(sl->kind) && (sl->io & out) &&
+				    fcpu_adds(c, i)) {
+					load_f(s, i, c->host[i],
+					    (size_t)(r * sl->len), sl->len, c->dt,
+					    c->prior);
+					for (j = 0; j < sl->len; j++)
+						c->buf[i][j] += c->prior[j];
+				}
 				if (is_row(sl->kind) && (sl->io & out))
 					store_f(s, i, c->host[i],
 					    (size_t)(r * sl->len), sl->len, c->dt,
@@ -225,10 +255,15 @@ fcpu_pass(struct fcpu *c, int fwd, int bwd)
 
 		if (sl->kind != FK_ACC)
 			continue;
+		if (fcpu_adds(c, i))
+			for (j = 0; j < sl->len; j++)
+				c->acc[i][j] += ref_elem(c->host[i], (size_t)j,
+				    c->dt);
 		for (j = 0; j < sl->len; j++)
 			c->buf[i][j] = (float)c->acc[i][j];
 		store_f(s, i, c->host[i], 0, sl->len, c->dt, c->buf[i]);
 	}
+	c->reps++;
 }
 
 static void
@@ -242,6 +277,7 @@ fcpu_free(struct fcpu *c)
 		free(c->acc[i]);
 	}
 	free(c->scratch);
+	free(c->prior);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -273,7 +309,8 @@ fcpu_alloc(struct fcpu *c, const struct family *f, const struct fam_shape *s,
 			maxlen = s->slot[i].len;
 	}
 	c->scratch = malloc((size_t)maxlen * sizeof(float));
-	if (c->scratch == NULL) {
+	c->prior = malloc((size_t)maxlen * sizeof(float));
+	if (c->scratch == NULL || c->prior == NULL) {
 		fcpu_free(c);
 		return KI_ENOMEM;
 	}
@@ -367,6 +404,8 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	int fwd = job->pass != REF_BACKWARD, bwd = job->pass != REF_FORWARD;
 	struct fcpu c;
 	struct fcpu_job cj = { &c, fwd, bwd };
+	void *prior[FAM_MAX_SLOTS] = { NULL };
+	int i, nacc = 0;
 
 	memset(&c, 0, sizeof(c));
 	memset(r, 0, sizeof(*r));
@@ -380,10 +419,20 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 		snprintf(err, errlen, "cannot allocate the CPU workload");
 		return rc;
 	}
+	/* The pass as the script named it (megatron's "backward" runs the
+	 * forward too, but resets x's gradient; its full does not). */
+	c.acc_params = (job->fam->acc & FAM_ACC_PARAMS) &&
+	    job->asked != REF_FORWARD;
+	c.acc_rows = ((job->fam->acc & FAM_ACC_ROWS_BWD) &&
+	    job->asked == REF_BACKWARD) || ((job->fam->acc &
+	    FAM_ACC_ROWS_FULL) && job->asked == REF_FULL);
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)
 		fcpu_pass(&c, 1, 0);
+	/* The timed repetitions add to the gradients the script accumulates,
+	 * from the first call's (which writes them). */
+	c.reps = 0;
 	rc = ref_cpu_bench(job, fcpu_pass_job, &cj, r, err, errlen);
 	if (rc != KI_OK)
 		goto out;
@@ -398,12 +447,39 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	fam_poison(&s, c.host, job->dtype, fwd, bwd);
 	if (getenv("KIREF_FAULT") != NULL)
 		c.fault = atoi(getenv("KIREF_FAULT"));
+	/* The first repetition writes every gradient (each element, from
+	 * the poison); where the script accumulates, a second one adds to
+	 * what the first stored, checked against that plus float64's. */
+	c.reps = 0;
 	fcpu_pass(&c, fwd, bwd);
 	r->complete = 1;
 	rc = fam_check(job->fam, &s, c.host, job->dtype, job->pass, &rng, r);
+	for (i = 0; rc == KI_OK && i < s.nslots; i++) {
+		size_t b = (size_t)fam_slot_elems(&s, i) *
+		    fam_slot_esize(&s, i, job->dtype);
+		int adds = s.slot[i].kind == FK_ACC ? c.acc_params :
+		    s.slot[i].kind == FK_ROW && c.acc_rows;
+
+		if (!(s.slot[i].io & FIO_OUT1) || !adds || b == 0)
+			continue;
+		prior[i] = malloc(b);
+		if (prior[i] == NULL)
+			rc = KI_ENOMEM;
+		else
+			memcpy(prior[i], c.host[i], b);
+		nacc++;
+	}
+	if (rc == KI_OK && nacc > 0) {
+		fcpu_pass(&c, fwd, bwd);
+		rc = fam_check_prior(job->fam, &s, c.host, prior, job->dtype,
+		    job->pass, &rng, r);
+		r->accumulated_outputs = nacc;
+	}
 	if (rc != KI_OK)
 		snprintf(err, errlen, "cannot allocate the check");
 out:
+	for (i = 0; i < FAM_MAX_SLOTS; i++)
+		free(prior[i]);
 	fcpu_free(&c);
 	return rc;
 }
@@ -477,7 +553,27 @@ fam_check(const struct family *f, const struct fam_shape *s,
 	void *const *host, enum api_dtype dt, int pass, uint64_t *rng,
 	struct ref_result *r)
 {
-	double *buf[FAM_MAX_SLOTS] = { NULL }, *scratch = NULL;
+	return fam_check_prior(f, s, host, NULL, dt, pass, rng, r);
+}
+
+/* want (n elements) plus prior's n elements of slot i from off. */
+static void
+add_prior(const struct fam_shape *s, int i, const void *prior, size_t off,
+	int64_t n, enum api_dtype dt, double *want, double *tmp)
+{
+	int64_t j;
+
+	load_d(s, i, prior, off, n, dt, tmp);
+	for (j = 0; j < n; j++)
+		want[j] += tmp[j];
+}
+
+int
+fam_check_prior(const struct family *f, const struct fam_shape *s,
+	void *const *host, void *const *prior, enum api_dtype dt, int pass,
+	uint64_t *rng, struct ref_result *r)
+{
+	double *buf[FAM_MAX_SLOTS] = { NULL }, *scratch = NULL, *tmp = NULL;
 	int fwd = pass != REF_BACKWARD, bwd = pass != REF_FORWARD;
 	int has_acc = 0, rc = KI_ENOMEM, i;
 	int64_t maxlen = s->n, k, nrows;
@@ -500,7 +596,8 @@ fam_check(const struct family *f, const struct fam_shape *s,
 			load_d(s, i, host[i], 0, sl->len, dt, buf[i]);
 	}
 	scratch = malloc((size_t)maxlen * sizeof(double));
-	if (scratch == NULL)
+	tmp = malloc((size_t)maxlen * sizeof(double));
+	if (scratch == NULL || tmp == NULL)
 		goto out;
 	/* Every row when a parameter gradient sums over them all, else a
 	 * sample. */
@@ -523,6 +620,11 @@ fam_check(const struct family *f, const struct fam_shape *s,
 			for (i = 0; i < s->nslots; i++) {
 				const struct fam_slot *sl = &s->slot[i];
 
+				if (is_row(sl->kind) && (sl->io & out) &&
+				    prior != NULL && prior[i] != NULL)
+					add_prior(s, i, prior[i],
+					    (size_t)(row * sl->len), sl->len, dt,
+					    buf[i], tmp);
 				if (is_row(sl->kind) && (sl->io & out))
 					note(r, rel_error(s, i, host[i],
 					    (size_t)(row * sl->len), buf[i], sl->len,
@@ -530,14 +632,20 @@ fam_check(const struct family *f, const struct fam_shape *s,
 			}
 		}
 	}
-	for (i = 0; bwd && i < s->nslots; i++)
-		if (s->slot[i].kind == FK_ACC)
-			note(r, rel_error(s, i, host[i], 0, buf[i],
-			    s->slot[i].len, dt), s->slot[i].len);
+	for (i = 0; bwd && i < s->nslots; i++) {
+		if (s->slot[i].kind != FK_ACC)
+			continue;
+		if (prior != NULL && prior[i] != NULL)
+			add_prior(s, i, prior[i], 0, s->slot[i].len, dt, buf[i],
+			    tmp);
+		note(r, rel_error(s, i, host[i], 0, buf[i], s->slot[i].len,
+		    dt), s->slot[i].len);
+	}
 	rc = KI_OK;
 out:
 	for (i = 0; i < FAM_MAX_SLOTS; i++)
 		free(buf[i]);
 	free(scratch);
+	free(tmp);
 	return rc;
 }

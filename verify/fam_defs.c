@@ -657,47 +657,56 @@ prep_rope4(const struct fam_shape *s, void *const *h, enum api_dtype dt,
 /* ---- the table ---- */
 
 static const struct family families[] = {
+	/* The norms' scripts name x (and r) in grad_to_none, not the
+	 * module's weight (and bias). megatron_rms_norm's resets x's
+	 * gradient before each "backward" (forward+backward) but not in
+	 * full. */
 	{ "rms_norm", 0, parse_rows, layout_rms, NULL, params_rows, NULL,
-	  rms_row_f, rms_row_d },
+	  rms_row_f, rms_row_d, FAM_ACC_PARAMS },
 	{ "megatron_rms_norm", 1, parse_tokens_hidden, layout_rms, NULL,
-	  params_tokens, NULL, rms_row_f, rms_row_d },
+	  params_tokens, NULL, rms_row_f, rms_row_d,
+	  FAM_ACC_PARAMS | FAM_ACC_ROWS_FULL },
 	{ "fused_add_rms_norm", 0, parse_rows, layout_farms, NULL,
-	  params_rows, NULL, farms_row_f, farms_row_d },
+	  params_rows, NULL, farms_row_f, farms_row_d, FAM_ACC_PARAMS },
 	{ "layer_norm", 0, parse_ln, layout_ln, NULL, params_rows, NULL,
-	  ln_row_f, ln_row_d },
+	  ln_row_f, ln_row_d, FAM_ACC_PARAMS },
 	{ "group_norm", 0, parse_gn, layout_ln, shrink_gn, params_gn, NULL,
-	  ln_row_f, ln_row_d },
+	  ln_row_f, ln_row_d, FAM_ACC_PARAMS },
 	{ "softmax", 0, parse_rows, layout_ew_y, NULL, params_rows, NULL,
-	  softmax_row_f, softmax_row_d },
+	  softmax_row_f, softmax_row_d, 0 },
 	{ "sparsemax", 0, parse_sparsemax, layout_ew_y, NULL, params_tokens,
-	  NULL, sparsemax_row_f, sparsemax_row_d },
+	  NULL, sparsemax_row_f, sparsemax_row_d, 0 },
 	{ "relu_squared", 0, parse_rows, layout_ew, NULL, params_rows, NULL,
-	  relu2_row_f, relu2_row_d },
+	  relu2_row_f, relu2_row_d, 0 },
 	{ "megatron_swiglu", 1, parse_swiglu, layout_swiglu, NULL,
-	  params_swiglu, NULL, swiglu_row_f, swiglu_row_d },
+	  params_swiglu, NULL, swiglu_row_f, swiglu_row_d, 0 },
+	/* Its full pass is do_bench(full) with no grad_to_none: the
+	 * logits' gradient adds up. */
 	{ "cross_entropy", 0, parse_vocab, layout_ce, shrink_loss,
-	  params_vocab, NULL, ce_row_f, ce_row_d },
+	  params_vocab, NULL, ce_row_f, ce_row_d, FAM_ACC_ROWS_FULL },
 	{ "megatron_cross_entropy", 1, parse_vocab_sum, layout_ce, shrink_loss,
-	  params_vocab, NULL, ce_row_f, ce_row_d },
+	  params_vocab, NULL, ce_row_f, ce_row_d, 0 },
 	{ "kl_div", 0, parse_vocab, layout_div, shrink_loss, params_vocab,
-	  prep_kl, kl_row_f, kl_row_d },
+	  prep_kl, kl_row_f, kl_row_d, 0 },
 	{ "jsd", 0, parse_vocab, layout_div, shrink_loss, params_vocab,
-	  prep_jsd, jsd_row_f, jsd_row_d },
+	  prep_jsd, jsd_row_f, jsd_row_d, 0 },
 	{ "tvd", 0, parse_vocab, layout_div, shrink_loss, params_vocab,
-	  prep_tvd, tvd_row_f, tvd_row_d },
+	  prep_tvd, tvd_row_f, tvd_row_d, 0 },
 	{ "rope", 0, parse_rope, layout_rope_hf, shrink_rope, params_rope,
-	  prep_rope, rope_row_f, rope_row_d },
+	  prep_rope, rope_row_f, rope_row_d, 0 },
 	{ "llama4_rope", 0, parse_rope, layout_rope4, shrink_rope, params_rope,
-	  prep_rope4, rope4_row_f, rope4_row_d },
+	  prep_rope4, rope4_row_f, rope4_row_d, 0 },
 };
 
 /* Families whose backward is a pass of its own, unlike their forward and
- * full: tvd and jsd (Liger's forward computes the input gradient). */
+ * full: tvd and jsd (Liger's forward computes the input gradient). Their
+ * scripts' grad_to_none names the softmax's (log_softmax's) output, not
+ * the leaf whose gradient this pass writes: that gradient adds up. */
 static const struct family backward_families[] = {
 	{ "jsd", 0, parse_vocab, layout_div_bwd, shrink_loss, params_vocab,
-	  prep_jsd_bwd, jsd_bwd_row_f, jsd_bwd_row_d },
+	  prep_jsd_bwd, jsd_bwd_row_f, jsd_bwd_row_d, FAM_ACC_ROWS_BWD },
 	{ "tvd", 0, parse_vocab, layout_div_bwd, shrink_loss, params_vocab,
-	  prep_tvd_bwd, tvd_bwd_row_f, tvd_bwd_row_d },
+	  prep_tvd_bwd, tvd_bwd_row_f, tvd_bwd_row_d, FAM_ACC_ROWS_BWD },
 };
 
 const struct family *

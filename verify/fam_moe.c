@@ -217,9 +217,13 @@ fam_moe_flops(const struct family *f, const struct fam_shape *s)
 	    (double)s->dim[0];
 }
 
+/* The script resets x and the routing weights (grad_to_none); its expert
+ * tensors are torch.randn(...) * 0.02, not leaves: the leaves behind the
+ * scaling accumulate, outside the kernel (as the divergences' leaves
+ * behind log_softmax). */
 static const struct family moe = {
 	"fused_moe", 0, parse_moe, layout_moe, shrink_moe, params_moe,
-	prep_moe, moe_row_f, moe_row_d
+	prep_moe, moe_row_f, moe_row_d, 0
 };
 
 const struct family *

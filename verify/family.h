@@ -87,7 +87,17 @@ struct family {
 		enum api_dtype dt, uint64_t *rng);
 	fam_row_f *row_f;
 	fam_row_d *row_d;
+	/* Which gradients the script's autograd adds to what its earlier
+	 * repetitions left (do_bench's grad_to_none does not name their
+	 * tensor, or its full pass names nothing): FAM_ACC_*; 0 when every
+	 * gradient is reset (or a leaf's lies behind the harness's own op,
+	 * outside the kernel). */
+	unsigned acc;
 };
+
+#define FAM_ACC_PARAMS 1u    /* the FK_ACC gradients, in backward and full */
+#define FAM_ACC_ROWS_BWD 2u  /* the row gradients, in the backward pass */
+#define FAM_ACC_ROWS_FULL 4u /* the row gradients, in the full pass */
 
 /* The family named kernel, or NULL. */
 const struct family *fam_find(const char *kernel);
@@ -152,6 +162,14 @@ struct ref_result;
 int fam_check(const struct family *f, const struct fam_shape *s,
 	void *const *host, enum api_dtype dt, int pass, uint64_t *rng,
 	struct ref_result *r);
+
+/* fam_check for a repetition that added to the gradients the script
+ * accumulates: prior[i] (NULL for the others) holds slot i as the earlier
+ * repetition left it, in host's layout, and the expected value is that
+ * plus float64's. prior NULL: fam_check. */
+int fam_check_prior(const struct family *f, const struct fam_shape *s,
+	void *const *host, void *const *prior, enum api_dtype dt, int pass,
+	uint64_t *rng, struct ref_result *r);
 
 #ifdef __cplusplus
 }

@@ -148,6 +148,13 @@ int ref_check_backward(const int64_t *idx, const void *dy, const void *dw,
 	int64_t bt, int64_t d, int64_t v, enum api_dtype dt, uint64_t *rng,
 	struct ref_result *r);
 
+/* The same for a gradient that a repetition added to prior (v × d, as
+ * the earlier repetition left it; NULL: ref_check_backward): the
+ * expected rows are prior's plus the scatter-sum. */
+int ref_check_backward_prior(const int64_t *idx, const void *dy,
+	const void *dw, const void *prior, int64_t bt, int64_t d, int64_t v,
+	enum api_dtype dt, uint64_t *rng, struct ref_result *r);
+
 /* Runs the job on the CPU, reducing the shape when it exceeds
  * REF_CPU_MAX_ELEMS (r->scaled then set). Returns 0 or a KI_* code with
  * a message in err. */

@@ -128,6 +128,39 @@ for b in $backends; do
 $FAMS
 FAMILIES
 done
+# Gradients the scripts accumulate on the CPU backend: the norms' and
+# attention's parameter gradients (grad_to_none names x alone), the
+# logits' gradient of cross_entropy's full pass and megatron_rms_norm's x
+# in full (nothing reset there), the leaf's of jsd's and tvd's backward
+# (grad_to_none names the softmax's output), the embedding's weight in
+# full: a second repetition adds to the first's, and one written anew
+# (KIREF_FAULT=3) is caught. Reset ones: none added.
+if [ "${KI_TEST_BACKENDS:-cpu}" != cuda ]; then
+	while read -r k p n params; do
+		out=$(fam $k $p bfloat16 cpu "$params" | "$REF"); rc=$?
+		expect "$k $p: $n gradients accumulate" 0 \
+		    "\"accumulatedGradients\":$n,.*\"correct\":true" "$out" $rc
+		[ "$n" -eq 0 ] && continue
+		out=$(fam $k $p float32 cpu "$params" | KIREF_FAULT=3 "$REF"); rc=$?
+		expect "$k $p: a gradient written anew is caught" 0 \
+		    '"correct":false' "$out" $rc
+	done <<ACC
+rms_norm backward 1 {"rows":64,"hidden":1000}
+layer_norm full 2 {"rows":64,"hidden":1000}
+megatron_rms_norm backward 1 {"seq":64,"batch":2,"hidden":512}
+megatron_rms_norm full 2 {"seq":64,"batch":2,"hidden":512}
+cross_entropy full 1 {"batch":2,"seq":16,"vocab":5000}
+jsd backward 1 {"batch":2,"seq":16,"vocab":5000}
+tvd backward 1 {"batch":2,"seq":16,"vocab":5000}
+multi_token_attention full 1 {"batch":2,"in_channels":4,"out_channels":6,"seq":40,"kernel_size":3,"groups":2,"bias":true}
+fused_neighborhood_attention backward 1 {"batch":2,"seq":37,"hidden":96,"heads":4,"kernel_size":7,"dilation":2}
+embedding full 1 {"batch":2,"seq":64,"hidden":48,"vocab":1000}
+softmax full 0 {"rows":64,"hidden":1000}
+tvd full 0 {"batch":2,"seq":16,"vocab":5000}
+megatron_cross_entropy full 0 {"seq":16,"batch":2,"vocab":5000}
+fused_moe full 0 {"tokens":50,"experts":12,"hidden":80,"intermediate":48,"topk":3}
+ACC
+fi
 # On a device after the CPU checks ran elsewhere: the rest is CPU-only.
 if [ "${KI_TEST_BACKENDS:-}" = cuda ]; then
 	echo "$fails failure(s)"
