@@ -232,9 +232,10 @@ fcpu_pass(struct fcpu *c, int fwd, int bwd)
 						c->buf[i][j] *= 1.03f;
 				if (is_row(sl->kind) && (sl->io & out) &&
 				    fcpu_adds(c, i)) {
-					load_f(s, i, c->host[i],
-					    (size_t)(r * sl->len), sl->len, c->dt,
-					    c->prior);
+					size_t off = (size_t)(r * sl->len);
+
+					load_f(s, i, c->host[i], off, sl->len,
+					    c->dt, c->prior);
 					for (j = 0; j < sl->len; j++)
 						c->buf[i][j] += c->prior[j];
 				}
@@ -623,8 +624,8 @@ fam_check_prior(const struct family *f, const struct fam_shape *s,
 				if (is_row(sl->kind) && (sl->io & out) &&
 				    prior != NULL && prior[i] != NULL)
 					add_prior(s, i, prior[i],
-					    (size_t)(row * sl->len), sl->len, dt,
-					    buf[i], tmp);
+					    (size_t)(row * sl->len), sl->len,
+					    dt, buf[i], tmp);
 				if (is_row(sl->kind) && (sl->io & out))
 					note(r, rel_error(s, i, host[i],
 					    (size_t)(row * sl->len), buf[i], sl->len,

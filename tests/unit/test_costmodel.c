@@ -112,8 +112,9 @@ test_spellings(void)
 /* cross_entropy, BT=16384, V=4096, float32: logits 268,435,456 bytes,
  * targets 131,072. forward reads both; full also writes the gradient,
  * which the script's full pass (no grad_to_none) adds to the earlier
- * repetitions' (read it too); backward may be free; resident is logits + targets (Liger writes the
- * gradient over the logits: the data's 256.33 MB). */
+ * repetitions' (read it too); backward may be free; resident is
+ * logits + targets (Liger writes the gradient over the logits: the
+ * data's 256.33 MB). */
 static void
 test_cross_entropy(void)
 {
