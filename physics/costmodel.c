@@ -1106,6 +1106,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 		/* forward+backward timed as one: the backward terms of these
 		 * models already include the forward's. */
 		out->bytes = t->bb + t->ab;
+		out->accumulated_bytes = t->ab;
 		out->flops = t->bf;
 		out->vector_flops = t->bv;
 		out->resident_bytes = t->rb;
@@ -1120,6 +1121,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 		break;
 	case PASS_BWD:
 		out->bytes = t->bb + t->ab;
+		out->accumulated_bytes = t->ab;
 		out->flops = t->bf;
 		out->vector_flops = t->bv;
 		out->resident_bytes = t->rb;
@@ -1131,6 +1133,7 @@ finish(const struct terms *t, enum pass p, int bwd_is_full, api_cost *out)
 			full_v = t->bv;
 		}
 		out->bytes = full_b + t->af;
+		out->accumulated_bytes = t->af;
 		out->flops = full_f;
 		out->vector_flops = full_v;
 		out->resident_bytes = t->rfull;

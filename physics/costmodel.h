@@ -16,6 +16,9 @@ typedef struct api_cost {
 	double flops;          /* matrix-product FLOPs (matrix-unit eligible) */
 	double vector_flops;   /* other arithmetic, at the plain fp32 rate */
 	double resident_bytes; /* bytes the tensors must occupy at once */
+	double accumulated_bytes; /* of bytes: the earlier gradients read
+	                        * where the script accumulates them (0 when
+	                        * it resets every gradient of the pass) */
 	enum api_dtype dtype;  /* the dtype used: given, or the kernel's */
 	const char *model;     /* short text naming the formula; static */
 	const char *missing;   /* on KI_EINVAL, what was missing; static */

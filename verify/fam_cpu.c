@@ -427,6 +427,8 @@ fam_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	c.acc_rows = ((job->fam->acc & FAM_ACC_ROWS_BWD) &&
 	    job->asked == REF_BACKWARD) || ((job->fam->acc &
 	    FAM_ACC_ROWS_FULL) && job->asked == REF_FULL);
+	if (ref_cpu_write_anew())
+		c.acc_params = c.acc_rows = 0;
 	fam_fill_inputs(job->fam, &s, c.host, job->dtype, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)

@@ -447,6 +447,8 @@ lin_cpu_run(const struct ref_job *job, struct ref_result *r, char *err,
 	}
 	c.acc_pass = job->pass == REF_FULL ? LIN_ACC_FULL :
 	    job->pass == REF_BACKWARD ? LIN_ACC_BWD : 0;
+	if (ref_cpu_write_anew())
+		c.acc_pass = 0;
 	fill_inputs(&c, &rng);
 	/* The backward alone reads what a forward saved. */
 	if (!fwd)

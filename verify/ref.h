@@ -80,6 +80,13 @@ struct ref_result {
 	                              * (owned; NULL: the embedding's) */
 };
 
+/* KIREF_WRITE_ANEW=1: the CPU backend times and checks every pass writing
+ * its gradients anew, as the CUDA backend does, where the script adds to
+ * them; the result then counts no accumulated gradient and its floor
+ * leaves out reading the earlier ones (ref_write_result). For comparing
+ * with the CUDA backend and for testing that floor. */
+int ref_cpu_write_anew(void);
+
 /* Measures the host's copy rate (bytes read + written per second) with
  * memcpy over buffers larger than the caches; 0 when it cannot. */
 double ref_cpu_copy_rate(void);

@@ -282,9 +282,9 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 	struct json_object *o = json_object_new_object(), *gpu, *lat, *cb, *ca,
 	    *shape, *params;
 	const api_gpu *g = NULL;
-	api_cost c;
+	api_cost c = { 0 };
 	double bytes = 0, bw = 0;
-	int rc = KI_ENOMEM;
+	int rc = KI_ENOMEM, anew;
 
 	if (o == NULL)
 		return KI_ENOMEM;
@@ -304,6 +304,13 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 	if (api_cost_estimate(job->kernel, pass_name(job->pass),
 	    api_dtype_name(job->dtype), params, &c) == KI_OK)
 		bytes = c.bytes;
+	/* A backend that wrote the gradients anew where the script adds to
+	 * them (the CUDA backend; the CPU's under KIREF_WRITE_ANEW) did not
+	 * read the earlier ones: its floor leaves those bytes out, so that
+	 * its fraction of the floor is of the work it did. */
+	anew = c.accumulated_bytes > 0 && r->accumulated_outputs == 0;
+	if (anew)
+		bytes -= c.accumulated_bytes;
 	if (r->median_ns > 0)
 		bw = bytes / (r->median_ns * 1e-9);
 	json_object_object_add(o, "backend",
@@ -351,6 +358,11 @@ ref_write_result(const struct ref_job *job, const struct ref_result *r,
 		double sec = bytes / r->copy_bw;
 
 		json_object_object_add(fl, "bytes", json_object_new_double(bytes));
+		json_object_object_add(fl, "accumulatedGradientBytes",
+		    json_object_new_double(anew ? 0 : c.accumulated_bytes));
+		if (anew)
+			json_object_object_add(fl, "gradientsWrittenAnew",
+			    json_object_new_boolean(1));
 		json_object_object_add(fl, "copyBandwidth",
 		    json_object_new_double(r->copy_bw));
 		/* A matrix-bound pass: its FLOPs at the matmul rate measured

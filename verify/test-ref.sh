@@ -160,6 +160,29 @@ tvd full 0 {"batch":2,"seq":16,"vocab":5000}
 megatron_cross_entropy full 0 {"seq":16,"batch":2,"vocab":5000}
 fused_moe full 0 {"tokens":50,"experts":12,"hidden":80,"intermediate":48,"topk":3}
 ACC
+	# A backend that writes those gradients anew (the CUDA backend; the
+	# CPU's under KIREF_WRITE_ANEW=1) says so, and its floor leaves out
+	# reading the earlier gradients: bytes less accumulatedGradientBytes.
+	num() { printf '%s' "$2" | grep -o "\"$1\":[0-9.e+]*" | head -1 | cut -d: -f2; }
+	while read -r k p params; do
+		acc=$(fam $k $p float32 cpu "$params" | "$REF")
+		out=$(fam $k $p float32 cpu "$params" | KIREF_WRITE_ANEW=1 "$REF"); rc=$?
+		expect "$k $p written anew: checked as such" 0 \
+		    '"gradientsWrittenAnew":true.*"accumulatedGradients":0,.*"correct":true' \
+		    "$out" $rc
+		got=$(awk -v b="$(num bytes "$acc")" \
+		    -v a="$(num accumulatedGradientBytes "$acc")" \
+		    -v n="$(printf '%s' "$out" | grep -o '"floor":{"bytes":[0-9.e+]*' | cut -d: -f3)" \
+		    'BEGIN { d = b - a - n; if (d < 0) d = -d;
+		        printf "%s", ((a > 0 && d <= 1e-9 * b) ? "less" : "same") }')
+		expect "$k $p written anew: the floor leaves the earlier gradient's bytes out" \
+		    0 less "$got" $rc
+	done <<ANEW
+cross_entropy full {"batch":2,"seq":16,"vocab":5000}
+rms_norm backward {"rows":64,"hidden":1000}
+embedding full {"batch":2,"seq":64,"hidden":48,"vocab":1000}
+fused_linear_cross_entropy full {"tokens":24,"hidden":40,"vocab":300}
+ANEW
 fi
 # On a device after the CPU checks ran elsewhere: the rest is CPU-only.
 if [ "${KI_TEST_BACKENDS:-}" = cuda ]; then
