@@ -73,7 +73,7 @@ static const opt opts[] = {
 	{ "log-level", T_LEVEL, F(log_level), sizeof(((ki_config *)0)->log_level),
 	  "info", 0, 0, "debug, info, warn or error" },
 	{ "threads", T_INT, F(threads), 0, "0", 0, 256,
-	  "HTTP worker threads (0: one per CPU)" },
+	  "HTTP worker threads (0: one per CPU; etcd: 4 per CPU, >= 16)" },
 	{ "map-size", T_SIZE, F(map_size), 0, "1G", 1u << 20,
 	  (uint64_t)1 << 44, "initial LMDB map size (address space, not disk)" },
 	{ "map-max", T_SIZE, F(map_max), 0, "256G", 1u << 20,

@@ -1229,6 +1229,12 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
 		threads = n > 0 ? (unsigned)n : 1;
+		/* Over etcd a request's thread waits for round trips (a list
+		 * for the Range that confirms the newest revision, which the
+		 * lists waiting at once share): more threads keep the CPUs
+		 * busy meanwhile. */
+		if (strcmp(cfg->store, "etcd") == 0 && threads < 16)
+			threads = threads * 4 < 16 ? 16 : threads * 4;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)

@@ -697,7 +697,6 @@ et_sync(store *s, uint64_t rv, long timeout_ms)
 {
 	et_store *e = (et_store *)(void *)s;
 	et_conn *c;
-	char key[512];
 	int64_t mod = 0;
 	int rc;
 
@@ -705,10 +704,11 @@ et_sync(store *s, uint64_t rv, long timeout_ms)
 		return KI_OK;
 	if (rv > 0)
 		return et_wc_wait_rv(e, rv, timeout_ms);
-	/* Everything committed so far: m/rv's revision in etcd now. */
+	/* Everything committed so far: m/rv's revision in etcd, from a Range
+	 * that begins after this call (shared by the calls waiting for it). */
 	if ((c = et_conn_get(e)) == NULL)
 		return KI_ENOMEM;
-	rc = et_rv_mod_now(e, c, key, et_key(e, key, 'm', "rv", 2), &mod);
+	rc = et_wc_fresh(e, c, &mod);
 	et_conn_put(e, c);
 	if (rc == KI_OK && et_wc_wait(e, mod, timeout_ms) != KI_OK)
 		rc = KI_ELIMIT;

@@ -56,6 +56,20 @@ typedef struct wc_map {
 	size_t keys;
 } wc_map;
 
+/* A generation a reload replaced, kept while readers of it remain (they
+ * hold values it lent). */
+typedef struct wc_old {
+	wc_map map;
+	uint64_t gen;
+	struct wc_old *next;
+} wc_old;
+
+/* A registered reader: the revision it reads, of which generation. */
+typedef struct wc_reader {
+	int64_t rev;
+	uint64_t gen;
+} wc_reader;
+
 struct et_wcache {
 	et_store *e;
 	pthread_t thread;
@@ -72,8 +86,9 @@ struct et_wcache {
 	int hold;               /* store_etcd_cache_hold: stay down */
 	int64_t rev;            /* every event up to it is applied */
 	uint64_t rv;            /* m/rv at rev */
-	int64_t *readers;       /* the revisions transactions read */
+	wc_reader *readers;     /* the transactions reading */
 	size_t nreaders, capreaders;
+	wc_old *old;            /* replaced generations (the thread's) */
 	/* What etcd showed the thread (it alone touches these). */
 	int64_t next_rev;       /* the watch resumes from it */
 	int reload;             /* compacted past next_rev: load again */
@@ -84,6 +99,14 @@ struct et_wcache {
 	size_t slen, elen;
 	char *rvkey;            /* P m/rv */
 	size_t rvklen;
+	/* et_wc_fresh: one Range in flight at a time, numbered. */
+	pthread_mutex_t qmu;
+	pthread_cond_t qcv;
+	uint64_t q_started;     /* Ranges begun */
+	uint64_t q_done;        /* the last one answered */
+	int q_busy;             /* one is in flight */
+	int q_rc;               /* q_done's outcome */
+	int64_t q_mod;
 	/* store_etcd_follow's callback, called under fmu. */
 	pthread_mutex_t fmu;
 	void (*fn)(void *arg, uint64_t rv);
@@ -337,7 +360,7 @@ et_wc_begin(et_store *e, int64_t *rev, uint64_t *gen)
 	if (c->ready && !c->stop) {
 		if (c->nreaders == c->capreaders) {
 			size_t cap = c->capreaders ? c->capreaders * 2 : 16;
-			int64_t *p = realloc(c->readers, cap * sizeof(*p));
+			wc_reader *p = realloc(c->readers, cap * sizeof(*p));
 
 			if (p != NULL) {
 				c->readers = p;
@@ -345,7 +368,8 @@ et_wc_begin(et_store *e, int64_t *rev, uint64_t *gen)
 			}
 		}
 		if (c->nreaders < c->capreaders) {
-			c->readers[c->nreaders++] = c->rev;
+			c->readers[c->nreaders].rev = c->rev;
+			c->readers[c->nreaders++].gen = c->mgen;
 			*rev = c->rev;
 			*gen = c->mgen;
 			ok = 1;
@@ -356,7 +380,7 @@ et_wc_begin(et_store *e, int64_t *rev, uint64_t *gen)
 }
 
 void
-et_wc_end(et_store *e, int64_t rev)
+et_wc_end(et_store *e, int64_t rev, uint64_t gen)
 {
 	et_wcache *c = e->wc;
 
@@ -364,7 +388,7 @@ et_wc_end(et_store *e, int64_t rev)
 		return;
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < c->nreaders; i++)
-		if (c->readers[i] == rev) {
+		if (c->readers[i].rev == rev && c->readers[i].gen == gen) {
 			c->readers[i] = c->readers[--c->nreaders];
 			break;
 		}
@@ -373,7 +397,7 @@ et_wc_end(et_store *e, int64_t rev)
 
 int
 et_wc_get(et_store *e, uint64_t gen, int64_t rev, const char *key,
-	size_t klen, char **val, size_t *vlen, int64_t *mod)
+	size_t klen, const char **val, size_t *vlen, int64_t *mod)
 {
 	et_wcache *c = e->wc;
 	const wc_node *n;
@@ -391,16 +415,14 @@ et_wc_get(et_store *e, uint64_t gen, int64_t rev, const char *key,
 	if (n != NULL && keycmp(n->key, n->klen, key, klen) == 0)
 		v = visible(n, rev);
 	if (v != NULL) {
-		if ((*val = malloc(v->vlen + 1)) == NULL)
-			rc = KI_ENOMEM;
-		else {
-			memcpy(*val, v->val, v->vlen);
-			(*val)[v->vlen] = '\0';
-			*vlen = v->vlen;
-			if (mod != NULL)
-				*mod = v->mod;
-			rc = KI_OK;
-		}
+		/* Lent: the version is kept while the reader is registered
+		 * (map_prune spares what a reader at or above the horizon
+		 * sees; a reload keeps the old generation: wc_reap). */
+		*val = v->val;
+		*vlen = v->vlen;
+		if (mod != NULL)
+			*mod = v->mod;
+		rc = KI_OK;
 	}
 	pthread_rwlock_unlock(&c->lk);
 	return rc;
@@ -439,6 +461,46 @@ et_wc_range(et_store *e, uint64_t gen, int64_t rev, const char *start,
 		got++;
 	}
 	pthread_rwlock_unlock(&c->lk);
+	return rc;
+}
+
+/* ---- what etcd has committed: one Range for every caller waiting ---- */
+
+int
+et_wc_fresh(et_store *e, et_conn *conn, int64_t *mod)
+{
+	et_wcache *c = e->wc;
+	uint64_t want;
+	int rc;
+
+	pthread_mutex_lock(&c->qmu);
+	/* The Range numbered q_started + 1 begins after this moment: its
+	 * answer holds every commit acknowledged before the caller came. */
+	want = c->q_started + 1;
+	while (c->q_done < want) {
+		uint64_t n;
+		int64_t m = 0;
+
+		if (c->q_busy) {
+			pthread_cond_wait(&c->qcv, &c->qmu);
+			continue;
+		}
+		/* None in flight: this caller sends the next one (for itself
+		 * and whoever comes meanwhile). */
+		c->q_busy = 1;
+		n = ++c->q_started;
+		pthread_mutex_unlock(&c->qmu);
+		rc = et_rv_mod_now(e, conn, c->rvkey, c->rvklen, &m);
+		pthread_mutex_lock(&c->qmu);
+		c->q_busy = 0;
+		c->q_done = n;
+		c->q_rc = rc;
+		c->q_mod = m;
+		pthread_cond_broadcast(&c->qcv);
+	}
+	rc = c->q_rc;
+	*mod = c->q_mod;
+	pthread_mutex_unlock(&c->qmu);
 	return rc;
 }
 
@@ -528,12 +590,27 @@ et_wc_stats(et_store *e, et_wc_info *out)
  * (etcd_codec.c) is kept as one byte no record decodes from, so that a
  * read of it is KI_ECORRUPT, as a read from etcd is. */
 static int
-wc_value(json_object *kv, char **v, size_t *vl)
+wc_value(const et_wcache *c, json_object *kv, const char *k, size_t kl,
+	char **v, size_t *vl)
 {
 	int rc = et_unb64(kv, "value", v, vl);
+	store_obj o;
 
-	if (rc != KI_ECORRUPT)
+	if (rc != KI_OK && rc != KI_ECORRUPT)
 		return rc;
+	/* A record or an event is checked once, here, not at each read
+	 * (readers of the cache skip the checksum: et_rec_read). */
+	if (rc == KI_OK && kl > c->slen + 1 && k[c->slen + 1] == '/' &&
+	    (k[c->slen] == 'o' || k[c->slen] == 'e')) {
+		size_t skip = k[c->slen] == 'e' ? 1 : 0;
+
+		if (*vl < skip || et_rec_decode(*v + skip, *vl - skip, &o) !=
+		    KI_OK)
+			rc = KI_ECORRUPT;
+	}
+	if (rc == KI_OK)
+		return KI_OK;
+	free(*v);
 	if ((*v = malloc(2)) == NULL)
 		return KI_ENOMEM;
 	(*v)[0] = (char)0xff;
@@ -580,6 +657,30 @@ wc_tell(et_wcache *c, uint64_t rv)
 	pthread_mutex_unlock(&c->fmu);
 }
 
+/* Frees the replaced generations no reader reads any more. */
+static void
+wc_reap(et_wcache *c)
+{
+	wc_old **at = &c->old;
+
+	while (*at != NULL) {
+		wc_old *o = *at;
+		int used = 0;
+
+		pthread_mutex_lock(&c->mu);
+		for (size_t i = 0; i < c->nreaders && !used; i++)
+			used = c->readers[i].gen == o->gen;
+		pthread_mutex_unlock(&c->mu);
+		if (used) {
+			at = &o->next;
+			continue;
+		}
+		*at = o->next;
+		map_free(&o->map);
+		free(o);
+	}
+}
+
 /* Reads the whole prefix at one revision into a new map, and makes it
  * the cache's (a new generation). */
 static int
@@ -588,6 +689,7 @@ wc_load(et_wcache *c)
 	et_store *e = c->e;
 	et_conn *conn = et_conn_get(e);
 	wc_map m;
+	wc_old *old;
 	ki_buf from;
 	int64_t rev = 0;
 	uint64_t rv = 0, gen;
@@ -595,7 +697,12 @@ wc_load(et_wcache *c)
 
 	if (conn == NULL)
 		return KI_ENOMEM;
+	if ((old = calloc(1, sizeof(*old))) == NULL) {
+		et_conn_put(e, conn);
+		return KI_ENOMEM;
+	}
 	if ((rc = map_init(&m)) != KI_OK) {
+		free(old);
 		et_conn_put(e, conn);
 		return rc;
 	}
@@ -632,7 +739,7 @@ wc_load(et_wcache *c)
 			size_t kl, vl;
 
 			if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
-			    (rc = wc_value(kv, &v, &vl)) == KI_OK) {
+			    (rc = wc_value(c, kv, k, kl, &v, &vl)) == KI_OK) {
 				rc = map_apply(&m, k, kl, et_int(kv, "mod_revision"),
 				    v != NULL ? v : "", vl);
 				if (kl == c->rvklen && memcmp(k, c->rvkey, kl) == 0)
@@ -655,14 +762,20 @@ wc_load(et_wcache *c)
 	et_conn_put(e, conn);
 	if (rc != KI_OK) {
 		map_free(&m);
+		free(old);
 		return rc;
 	}
 	map_prune(&m, rev);
 	pthread_rwlock_wrlock(&c->lk);
-	map_free(&c->map);
+	/* The old generation's readers still hold what it lent them. */
+	old->map = c->map;
+	old->gen = c->gen;
+	old->next = c->old;
+	c->old = old;
 	c->map = m;
 	gen = ++c->gen;
 	pthread_rwlock_unlock(&c->lk);
+	wc_reap(c);
 	pthread_mutex_lock(&c->mu);
 	c->mgen = gen;
 	c->rev = rev;
@@ -720,7 +833,7 @@ wc_message(et_wcache *c, json_object *o)
 		if (mod < c->next_rev)
 			continue;   /* a stream taken up again sends it twice */
 		if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
-		    (rc = wc_value(kv, &v, &vl)) == KI_OK) {
+		    (rc = wc_value(c, kv, k, kl, &v, &vl)) == KI_OK) {
 			if (mod > top)
 				top = mod;
 			rc = map_apply(&c->map, k, kl, mod,
@@ -744,8 +857,8 @@ wc_message(et_wcache *c, json_object *o)
 		c->rv = rv;
 	horizon = c->rev;
 	for (size_t i = 0; i < c->nreaders; i++)
-		if (c->readers[i] < horizon)
-			horizon = c->readers[i];
+		if (c->readers[i].rev < horizon)
+			horizon = c->readers[i].rev;
 	pthread_cond_broadcast(&c->cv);
 	rv = c->rv;
 	pthread_mutex_unlock(&c->mu);
@@ -753,6 +866,8 @@ wc_message(et_wcache *c, json_object *o)
 	pthread_rwlock_wrlock(&c->lk);
 	map_prune(&c->map, horizon);
 	pthread_rwlock_unlock(&c->lk);
+	if (c->old != NULL)
+		wc_reap(c);
 	wc_tell(c, rv);
 	return KI_OK;
 }
@@ -874,6 +989,8 @@ et_wc_start(et_store *e)
 	pthread_rwlock_init(&c->lk, NULL);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->fmu, NULL);
+	pthread_mutex_init(&c->qmu, NULL);
+	pthread_cond_init(&c->qcv, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	pthread_mutex_init(&c->sock.mu, NULL);
 	c->sock.fd = -1;
@@ -937,6 +1054,13 @@ et_wc_stop(et_store *e)
 	if (c->thread_started)
 		pthread_join(c->thread, NULL);
 	map_free(&c->map);
+	while (c->old != NULL) {
+		wc_old *o = c->old;
+
+		c->old = o->next;
+		map_free(&o->map);
+		free(o);
+	}
 	if (c->tok != NULL)
 		json_tokener_free(c->tok);
 	free(c->readers);
@@ -946,6 +1070,8 @@ et_wc_stop(et_store *e)
 	pthread_rwlock_destroy(&c->lk);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->fmu);
+	pthread_mutex_destroy(&c->qmu);
+	pthread_cond_destroy(&c->qcv);
 	pthread_mutex_destroy(&c->sock.mu);
 	pthread_cond_destroy(&c->cv);
 	free(c);

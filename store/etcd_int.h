@@ -135,14 +135,14 @@ typedef struct et_top {
 	size_t ncache, capcache;
 	/* Kinds whose facet counts are all in the cache (et_local_only). */
 	uint8_t facets_read[32];
-	/* Reads come from the watch cache at rev (registered there), of
-	 * this generation of it; else from etcd. */
-	int cached;
+	/* Reads come from the watch cache at rev, of this generation of
+	 * it; else from etcd. Registered there (reg) from the begin to the
+	 * end (even after a reload sent the reads to etcd): the values it
+	 * lends stay while the transaction lives. */
+	int cached, reg;
 	uint64_t gen;
 	int confirmed;          /* et_confirm ran */
 	int observed;           /* something of the state was read */
-	char **keep;            /* the cache's copies handed out */
-	size_t nkeep, capkeep;
 	et_undo *undo;
 	size_t nundo, capundo;
 	int depth;              /* open children */
@@ -238,16 +238,21 @@ int et_wc_start(et_store *e);
 void et_wc_stop(et_store *e);
 /* Registers a reader: 1 with the revision it reads (*rev) and the
  * generation of the copy (*gen), or 0 when the cache is not ready (read
- * etcd). End with et_wc_end(rev). */
+ * etcd). End with et_wc_end(rev, gen): until then every value the cache
+ * lends the reader (et_wc_get, et_wc_range) stays as it is, whatever is
+ * applied or loaded meanwhile. */
 int et_wc_begin(et_store *e, int64_t *rev, uint64_t *gen);
-void et_wc_end(et_store *e, int64_t rev);
-/* key's value at rev: KI_OK (*val a copy the caller frees, *mod the
- * revision that wrote it), KI_ENOTFOUND, or 1 when gen is gone (a
- * reload: read etcd). */
+void et_wc_end(et_store *e, int64_t rev, uint64_t gen);
+/* key's value at rev: KI_OK (*val lent until the reader's et_wc_end,
+ * NUL-terminated; *mod the revision that wrote it), KI_ENOTFOUND, or 1
+ * when gen is gone (a reload: read etcd). */
 int et_wc_get(et_store *e, uint64_t gen, int64_t rev, const char *key,
-	size_t klen, char **val, size_t *vlen, int64_t *mod);
-/* Called for each key of a range, under the cache's lock (borrowed):
- * copy what it keeps, call nothing of the cache. */
+	size_t klen, const char **val, size_t *vlen, int64_t *mod);
+/* Called for each key of a range, under the cache's lock: key and val
+ * are lent until the reader's et_wc_end; call nothing of the cache. A
+ * record (o/) or an event (e/) the cache lends has passed its checksum
+ * when the cache took it (a value that failed it is lent as one byte
+ * that no record decodes from). */
 typedef int (*et_wc_fn)(void *arg, const char *key, size_t klen,
 	const char *val, size_t vlen, int64_t mod);
 /* The keys in [start, end) (end NULL: key start alone) at rev, at most
@@ -255,6 +260,12 @@ typedef int (*et_wc_fn)(void *arg, const char *key, size_t klen,
 int et_wc_range(et_store *e, uint64_t gen, int64_t rev, const char *start,
 	size_t slen, const char *end, size_t elen, size_t limit, et_wc_fn fn,
 	void *arg, int *more);
+/* m/rv's mod_revision in etcd, read by a linearizable Range that began
+ * after the call: what every commit acknowledged before the call has
+ * reached. Callers that come while a Range is in flight wait for the next
+ * one (one caller sends it on its connection, conn, for all who wait), so
+ * that N concurrent callers cost about one Range per round trip. */
+int et_wc_fresh(et_store *e, et_conn *conn, int64_t *mod);
 /* Waits until the cache applied etcd revision rev (KI_OK, at once when
  * the cache is not ready); KI_EUNAVAIL after timeout_ms, when it also
  * stops serving reads until its stream is up again. */
@@ -349,6 +360,9 @@ int et_rec_encode(ki_buf *b, const store_obj *o, const char *facets,
 /* Decodes a record; o's pointers point into p. KI_ECORRUPT when its
  * checksum or lengths do not hold. */
 int et_rec_decode(const char *p, size_t n, store_obj *o);
+/* et_rec_decode of a value t read: without the checksum while t reads
+ * the watch cache, which checked it when it took the value. */
+int et_rec_read(store_txn *t, const char *p, size_t n, store_obj *o);
 /* P o/ id into buf: its length. */
 size_t et_id_key(et_store *e, char *buf, uint64_t id);
 int et_get_by_seq(store_txn *t, uint64_t id, store_obj *out);

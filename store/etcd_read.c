@@ -14,6 +14,7 @@ es(store_txn *t)
 
 
 typedef struct each {
+	store_txn *t;
 	store_each_fn fn;
 	void *arg;
 	int rc;
@@ -28,7 +29,7 @@ on_obj(void *arg, const char *key, size_t klen, const char *val, size_t vlen)
 
 	(void)key;
 	(void)klen;
-	if ((rc = et_rec_decode(val, vlen, &o)) != KI_OK) {
+	if ((rc = et_rec_read(c->t, val, vlen, &o)) != KI_OK) {
 		c->rc = rc;
 		return 1;
 	}
@@ -64,7 +65,7 @@ et_list(store_txn *t, int kind, uint64_t after, store_each_fn fn, void *arg)
 {
 	char from[128], to[128];
 	size_t fl, tl;
-	each c = { fn, arg, 0 };
+	each c = { t, fn, arg, 0 };
 	int rc;
 
 	if (after != 0 && store_id_kind(after) > kind)
@@ -357,6 +358,7 @@ et_each_referrer(store_txn *t, const uint8_t digest[STORE_DIGEST_LEN],
 }
 
 typedef struct ev_c {
+	store_txn *t;
 	store_event_fn fn;
 	void *arg;
 	int rc;
@@ -372,7 +374,8 @@ on_event(void *arg, const char *key, size_t klen, const char *val,
 
 	(void)key;
 	(void)klen;
-	if (vlen < 1 || (rc = et_rec_decode(val + 1, vlen - 1, &o)) != KI_OK) {
+	if (vlen < 1 || (rc = et_rec_read(c->t, val + 1, vlen - 1, &o)) !=
+	    KI_OK) {
 		c->rc = KI_ECORRUPT;
 		return 1;
 	}
@@ -389,7 +392,7 @@ et_events_since(store_txn *t, uint64_t rv, store_event_fn fn, void *arg)
 	char from[64], to[64];
 	uint8_t b[8];
 	size_t n, fl;
-	ev_c c = { fn, arg, 0 };
+	ev_c c = { t, fn, arg, 0 };
 	int rc;
 
 	if (rv < t->top->trim)

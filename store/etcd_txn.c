@@ -70,26 +70,6 @@ et_local_only(store_txn *t, const char *key, size_t klen)
 	return (t->top->facets_read[kind / 8] >> (kind % 8)) & 1;
 }
 
-/* Keeps a copy the watch cache gave until the transaction ends;
- * consumes p. */
-static int
-keep(et_top *w, char *p)
-{
-	if (w->nkeep == w->capkeep) {
-		size_t cap = w->capkeep ? w->capkeep * 2 : 16;
-		char **g = realloc(w->keep, cap * sizeof(*g));
-
-		if (g == NULL) {
-			free(p);
-			return KI_ENOMEM;
-		}
-		w->keep = g;
-		w->capkeep = cap;
-	}
-	w->keep[w->nkeep++] = p;
-	return KI_OK;
-}
-
 /* Notes a remote read's answer (val NULL: absent); consumes val. */
 static int
 cache_add(et_top *w, const char *key, size_t klen, char *val, size_t vlen)
@@ -263,12 +243,10 @@ et_get(store_txn *t, const char *key, size_t klen, const char **val,
 	if (et_local_only(t, key, klen))
 		return KI_ENOTFOUND;
 	if (w->cached) {
+		/* Borrowed from the cache: it keeps the version while the
+		 * transaction is registered there. */
 		rc = et_wc_get((et_store *)(void *)t->s, w->gen, w->rev, key, klen,
-		    &v, vlen, NULL);
-		if (rc == KI_OK) {
-			*val = v;
-			return keep(w, v);
-		}
+		    val, vlen, NULL);
 		if (rc != 1)
 			return rc;
 		w->cached = 0;   /* the cache reloaded: read etcd */
@@ -557,20 +535,23 @@ buf_emit_below(const et_top *w, ki_buf *last, const char *start, size_t slen,
 	}
 }
 
-/* One page of a scan: keys and values (copies) in order. */
+/* One page of a scan: keys and values in order, borrowed from the watch
+ * cache (valid while the transaction is registered there) or copies of a
+ * range request's answer (own). */
 typedef struct et_page {
-	char **k, **v;
+	const char **k, **v;
 	size_t *kl, *vl;
 	size_t n, cap;
+	char **own;             /* the copies, 2 per key of a remote page */
+	size_t nown;
 } et_page;
 
 static void
 page_clear(et_page *p)
 {
-	for (size_t i = 0; i < p->n; i++) {
-		free(p->k[i]);
-		free(p->v[i]);
-	}
+	for (size_t i = 0; i < p->nown; i++)
+		free(p->own[i]);
+	p->nown = 0;
 	p->n = 0;
 }
 
@@ -582,47 +563,68 @@ page_free(et_page *p)
 	free(p->v);
 	free(p->kl);
 	free(p->vl);
+	free(p->own);
 }
 
-/* Appends a key and its value (copied; v NULL: the empty value). */
 static int
-page_add(et_page *p, const char *k, size_t kl, const char *v, size_t vl)
+page_grow(et_page *p)
 {
-	char *kc, *vc;
+	size_t cap = p->cap ? p->cap * 2 : 64;
+	const char **a, **b;
+	size_t *c, *d;
+	char **o;
 
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		char **a = realloc(p->k, cap * sizeof(*a)), **b;
-		size_t *c, *d;
-
-		if (a == NULL)
-			return KI_ENOMEM;
-		p->k = a;
-		if ((b = realloc(p->v, cap * sizeof(*b))) == NULL)
-			return KI_ENOMEM;
-		p->v = b;
-		if ((c = realloc(p->kl, cap * sizeof(*c))) == NULL)
-			return KI_ENOMEM;
-		p->kl = c;
-		if ((d = realloc(p->vl, cap * sizeof(*d))) == NULL)
-			return KI_ENOMEM;
-		p->vl = d;
-		p->cap = cap;
-	}
-	kc = malloc(kl + 1);
-	vc = malloc(vl + 1);
-	if (kc == NULL || vc == NULL) {
-		free(kc);
-		free(vc);
+	if ((a = realloc(p->k, cap * sizeof(*a))) == NULL)
 		return KI_ENOMEM;
+	p->k = a;
+	if ((b = realloc(p->v, cap * sizeof(*b))) == NULL)
+		return KI_ENOMEM;
+	p->v = b;
+	if ((c = realloc(p->kl, cap * sizeof(*c))) == NULL)
+		return KI_ENOMEM;
+	p->kl = c;
+	if ((d = realloc(p->vl, cap * sizeof(*d))) == NULL)
+		return KI_ENOMEM;
+	p->vl = d;
+	if ((o = realloc(p->own, 2 * cap * sizeof(*o))) == NULL)
+		return KI_ENOMEM;
+	p->own = o;
+	p->cap = cap;
+	return KI_OK;
+}
+
+/* Appends a key and its value (v NULL: the empty value): borrowed, or
+ * copied (copy). */
+static int
+page_add(et_page *p, const char *k, size_t kl, const char *v, size_t vl,
+	int copy)
+{
+	if (p->n == p->cap && page_grow(p) != KI_OK)
+		return KI_ENOMEM;
+	if (v == NULL) {
+		v = "";
+		vl = 0;
 	}
-	memcpy(kc, k, kl);
-	kc[kl] = '\0';
-	if (vl > 0)
-		memcpy(vc, v, vl);
-	vc[vl] = '\0';
-	p->k[p->n] = kc;
-	p->v[p->n] = vc;
+	if (copy) {
+		char *kc = malloc(kl + 1), *vc = malloc(vl + 1);
+
+		if (kc == NULL || vc == NULL) {
+			free(kc);
+			free(vc);
+			return KI_ENOMEM;
+		}
+		memcpy(kc, k, kl);
+		kc[kl] = '\0';
+		if (vl > 0)
+			memcpy(vc, v, vl);
+		vc[vl] = '\0';
+		p->own[p->nown++] = kc;
+		p->own[p->nown++] = vc;
+		k = kc;
+		v = vc;
+	}
+	p->k[p->n] = k;
+	p->v[p->n] = v;
 	p->kl[p->n] = kl;
 	p->vl[p->n] = vl;
 	p->n++;
@@ -634,7 +636,7 @@ on_wc_page(void *arg, const char *key, size_t klen, const char *val,
 	size_t vlen, int64_t mod)
 {
 	(void)mod;
-	return page_add(arg, key, klen, val, vlen);
+	return page_add(arg, key, klen, val, vlen, 0);
 }
 
 /* The next page of [from, end) at the transaction's revision: from the
@@ -668,7 +670,7 @@ page_fetch(store_txn *t, const ki_buf *from, const char *end, size_t elen,
 
 		if ((rc = et_unb64(kv, "key", &k, &kl)) == KI_OK &&
 		    (rc = et_unb64(kv, "value", &v, &vl)) == KI_OK)
-			rc = page_add(p, k, kl, v, vl);
+			rc = page_add(p, k, kl, v, vl, 1);
 		free(k);
 		free(v);
 	}
@@ -799,6 +801,7 @@ read_meta_cached(store_txn *t)
 	if (!et_wc_begin(e, &w->rev, &w->gen))
 		return 1;
 	w->cached = 1;
+	w->reg = 1;
 	m.w = w;
 	m.n = et_key(e, key, 'm', NULL, 0);
 	memcpy(end, key, m.n);
@@ -809,8 +812,8 @@ read_meta_cached(store_txn *t)
 	    &m, &more);
 	if (rc == 1) {
 		/* Reloaded meanwhile: read etcd. */
-		et_wc_end(e, w->rev);
-		w->cached = 0;
+		et_wc_end(e, w->rev, w->gen);
+		w->cached = w->reg = 0;
 		w->rev = 0;
 	}
 	return rc;
@@ -868,9 +871,6 @@ reads_free(et_top *w)
 		free(w->cache[i]);
 	}
 	w->ncache = 0;
-	for (size_t i = 0; i < w->nkeep; i++)
-		free(w->keep[i]);
-	w->nkeep = 0;
 	memset(w->facets_read, 0, sizeof(w->facets_read));
 }
 
@@ -881,9 +881,8 @@ top_free(store_txn *t)
 	et_top *w = t->top;
 
 	reads_free(w);
-	free(w->keep);
-	if (w->cached)
-		et_wc_end(e, w->rev);
+	if (w->reg)
+		et_wc_end(e, w->rev, w->gen);
 
 	for (size_t i = 0; i < w->nents; i++) {
 		free(w->ents[i]->key);
@@ -913,16 +912,14 @@ write_fresh(store_txn *t)
 {
 	et_store *e = (et_store *)(void *)t->s;
 	et_top *w = t->top;
-	char key[512];
 	int64_t mod;
 	int rc;
 
-	if ((rc = et_rv_mod_now(e, w->conn, key, et_key(e, key, 'm', "rv", 2),
-	    &mod)) != KI_OK || mod <= w->rv_mod)
+	if ((rc = et_wc_fresh(e, w->conn, &mod)) != KI_OK || mod <= w->rv_mod)
 		return rc;
 	(void)et_wc_wait(e, mod, ET_WAIT_MS);
-	et_wc_end(e, w->rev);
-	w->cached = 0;
+	et_wc_end(e, w->rev, w->gen);
+	w->cached = w->reg = 0;
 	reads_free(w);
 	return read_meta(t);
 }
@@ -964,23 +961,21 @@ et_confirm(store_txn *t, int fresh)
 {
 	et_store *e = (et_store *)(void *)t->s;
 	et_top *w = t->top;
-	char key[512];
 	int64_t mod;
 	int rc;
 
 	if (!w->cached || t->write || w->confirmed || !fresh)
 		return 0;
 	w->confirmed = 1;
-	if ((rc = et_rv_mod_now(e, w->conn, key, et_key(e, key, 'm', "rv", 2),
-	    &mod)) != KI_OK)
+	if ((rc = et_wc_fresh(e, w->conn, &mod)) != KI_OK)
 		return rc;
 	if (mod <= w->rv_mod)
 		return 0;
 	/* Another daemon committed since: wait for the cache to have it
 	 * (or read etcd, when the cache is not ready), and read again. */
 	(void)et_wc_wait(e, mod, ET_WAIT_MS);
-	et_wc_end(e, w->rev);
-	w->cached = 0;
+	et_wc_end(e, w->rev, w->gen);
+	w->cached = w->reg = 0;
 	reads_free(w);
 	if ((rc = read_meta(t)) != KI_OK)
 		return rc;
@@ -1066,7 +1061,7 @@ et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
 	ki_buf_init(&b);
 	ki_buf_puts(&b, "{\"key\":");
 	et_b64(&b, key, klen);
-	ki_buf_putc(&b, '}');
+	ki_buf_puts(&b, ",\"keys_only\":true}");
 	rc = b.oom ? KI_ENOMEM :
 	    et_post_read(e, c, "/v3/kv/range", b.data, b.len, &resp);
 	ki_buf_free(&b);

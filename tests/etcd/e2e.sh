@@ -24,7 +24,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-suites=${*:-tests/etcd/test_replicas.py tests/e2e/smoke.py \
+suites=${*:-tests/etcd/test_replicas.py tests/etcd/test_cache_lists.py \
+tests/e2e/smoke.py \
 tests/e2e/test_api.py tests/e2e/test_api_server.py \
 tests/e2e/test_features.py tests/e2e/test_kubectl.py tests/e2e/test_auth.py \
 tests/e2e/test_backup.py tests/e2e/test_crash.py tests/e2e/test_restart.py \

@@ -136,6 +136,26 @@ def a_compressed_value_that_does_not_inflate_is_never_served():
        'served again once repaired')
 
 
+@test
+def a_record_failing_its_checksum_is_never_served():
+    """The watch cache checks a record's CRC-32 once, when it takes the
+    record from etcd, and lends it to reads without checking again: a
+    record damaged in etcd must still be refused by a GET and a list."""
+    key, v, raw = big_run()
+    plural, before = served(run_name(raw))
+    bad = bytearray(raw)
+    bad[-10] ^= 0x20                # a byte of its JSON, not its CRC
+    put(key, bytes(bad))
+    r = DAEMON.get(G + '/%s/%s' % (plural, run_name(raw)))
+    eq(r.status, 500, 'a record failing its checksum: %r' % r.body[:200])
+    check(b'damaged' in r.body, 'the message says so: %r' % r.body[:300])
+    r = DAEMON.get(G + '/%s?limit=500' % plural)
+    eq(r.status, 500, 'a list holding it: %r' % r.body[:200])
+    put(key, v)
+    eq(DAEMON.get(G + '/%s/%s' % (plural, run_name(raw))).body, before,
+       'served again once repaired')
+
+
 def main():
     global ETCD, DAEMON
     etcdcluster.skip_without_etcd()
