@@ -50,6 +50,25 @@ list_spill(list_arg *a, int flush)
 	return KI_OK;
 }
 
+/* Makes room for a page of limit items the size of the first, at once:
+ * growing by doubling copies what the page holds at each step (4 to 5
+ * copies of a page of 100 runs). At most 8 MiB ahead, and never past the
+ * buffer's own limit. */
+static void
+page_reserve(ki_buf *b, size_t item, uint64_t limit)
+{
+	size_t want;
+
+	if (limit > 1024)
+		limit = 1024;
+	if (item + 1 > ((size_t)8 << 20) / (size_t)limit)
+		return;
+	want = (item + 1) * (size_t)limit + 256;
+	if (b->limit != 0 && want > b->limit - b->len)
+		return;
+	(void)ki_buf_reserve(b, want);
+}
+
 static int
 list_one(void *arg, const store_obj *o)
 {
@@ -67,6 +86,8 @@ list_one(void *arg, const store_obj *o)
 	} else {
 		if (a->n > 0)
 			ki_buf_putc(a->out, ',');
+		else if (a->limit > 1 && !a->whole)
+			page_reserve(a->out, o->json_len, a->limit);
 		ki_buf_append(a->out, o->json, o->json_len);
 	}
 	a->n++;

@@ -6,6 +6,7 @@ that a change to the etcd list path is judged side by side on a noisy
 machine.
 
 usage: bench/list-ab.py ROUNDS SECONDS LMDB_DAEMON LABEL=DAEMON [...]
+  ('LABEL=DAEMON --threads 16': options after the binary go to it)
 
 The first etcd daemon loads the runs (the Liger bundles renamed, as
 bench/etcd.py does); every etcd daemon then serves the same keys (one
@@ -57,9 +58,11 @@ def main():
     B.DAEMON = lmdb
     ds = {'lmdb': B.Daemon('lmdb', '--map-size', '4G')}
     for label, binary in specs:
+        binary, *extra = binary.split()
         B.DAEMON = binary
         ds[label] = B.Daemon(label, '--store', 'etcd', '--etcd-endpoints',
-                             ','.join(eps), '--etcd-prefix', '/bench/')
+                             ','.join(eps), '--etcd-prefix', '/bench/',
+                             *extra)
         if len(ds) == 2:
             for d in (ds['lmdb'], ds[label]):
                 st, _ = B.post(d.url, B.API + '/benchmarkruns',
