@@ -56,6 +56,9 @@
 #define ET_MAGIC 0x3145494bu   /* "KIE1" */
 #define ET_HDR 96
 #define ET_PAGE 256            /* keys per range request of a scan */
+#define ET_WC_PAGE 32          /* keys per step of a scan of the watch
+                                * cache (a seek costs little there, and a
+                                * list page stops after its limit) */
 #define ET_CONNS 8             /* idle connections kept */
 #define ET_TRIES 6             /* tries of a request while etcd is
                                 * unavailable (et_post_read) */

@@ -654,7 +654,8 @@ page_fetch(store_txn *t, const ki_buf *from, const char *end, size_t elen,
 	w->observed = 1;
 	if (w->cached) {
 		rc = et_wc_range((et_store *)(void *)t->s, w->gen, w->rev,
-		    from->data, from->len, end, elen, ET_PAGE, on_wc_page, p, more);
+		    from->data, from->len, end, elen, ET_WC_PAGE, on_wc_page, p,
+		    more);
 		if (rc != 1)
 			return rc;
 		page_clear(p);
