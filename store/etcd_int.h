@@ -187,6 +187,10 @@ int et_post_read(et_store *e, et_conn *c, const char *path,
 	const char *body, size_t len, json_object **out);
 /* Sleeps before the (i + 2)th try of a request. */
 void et_backoff(int i);
+/* m/rv's mod_revision in etcd now (key, klen: P m/rv; 0: absent), read
+ * with et_post_read. */
+int et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
+	int64_t *mod);
 
 /* etcd's space quota (etcd_quota.c). et_quota_refused: etcd refused a
  * write with msg ("etcdserver: mvcc: database space exceeded", borrowed):
@@ -338,10 +342,6 @@ int et_scan_remote(store_txn *t, const char *start, size_t slen,
 	const char *end, size_t elen, et_scan_fn fn, void *arg);
 int et_begin(store *s, int write, store_txn **out);
 int et_begin_ahead(store *s, store_txn **out);
-/* m/rv's mod_revision in etcd now (key, klen: P m/rv; 0: absent), read
- * with et_post_read. */
-int et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
-	int64_t *mod);
 /* For a read transaction served by the watch cache that has read nothing
  * of its state yet but a lookup that missed: asks etcd for m/rv's
  * mod_revision and, when the cache is behind it, waits for the cache and
@@ -368,9 +368,10 @@ int et_rec_decode(const char *p, size_t n, store_obj *o);
 int et_rec_read(store_txn *t, const char *p, size_t n, store_obj *o);
 /* P o/ id into buf: its length. */
 size_t et_id_key(et_store *e, char *buf, uint64_t id);
-int et_get_by_seq(store_txn *t, uint64_t id, store_obj *out);
 
 /* etcd_read.c */
+/* The object of id, as t sees it (KI_ENOTFOUND: none). */
+int et_get_by_seq(store_txn *t, uint64_t id, store_obj *out);
 int et_list(store_txn *t, int kind, uint64_t after, store_each_fn fn,
 	void *arg);
 int et_count(store_txn *t, int kind, uint64_t *out);

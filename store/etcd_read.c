@@ -1,6 +1,7 @@
-/* store/etcd_read.c — the etcd backend's lists and walks: objects of a
- * kind, lists driven by label and reference postings, facet counts,
- * referrers, events and tokens; each a range read (store/etcd_int.h). */
+/* store/etcd_read.c — the etcd backend's reads by id, lists and walks:
+ * objects of a kind, lists driven by label and reference postings, facet
+ * counts, referrers, events and tokens; each a range read
+ * (store/etcd_int.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,19 @@ es(store_txn *t)
 	return (et_store *)(void *)t->s;
 }
 
+
+int
+et_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
+{
+	char key[64];
+	const char *v;
+	size_t vl;
+	int rc = et_get(t, key, et_id_key(es(t), key, id), &v, &vl);
+
+	if (rc == KI_OK)
+		rc = et_rec_read(t, v, vl, out);
+	return rc;
+}
 
 typedef struct each {
 	store_txn *t;

@@ -1,5 +1,6 @@
 /* store/etcd_rec.c — the etcd backend's records: an object as the value
- * of its o/ key (the layout is in store/etcd_int.h), and reads by id. */
+ * of its o/ key (the layout is in store/etcd_int.h). Reads by id are
+ * etcd_read.c's. */
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -140,18 +141,5 @@ et_rec_read(store_txn *t, const char *p, size_t n, store_obj *o)
 	 * took it (etcd_cache.c); a transaction's own writes are its own
 	 * encodings. */
 	return rec_decode(p, n, o, !t->top->cached);
-}
-
-int
-et_get_by_seq(store_txn *t, uint64_t id, store_obj *out)
-{
-	char key[64];
-	const char *v;
-	size_t vl;
-	int rc = et_get(t, key, et_id_key((et_store *)(void *)t->s, key, id), &v, &vl);
-
-	if (rc == KI_OK)
-		rc = et_rec_read(t, v, vl, out);
-	return rc;
 }
 

@@ -1050,29 +1050,6 @@ meta_set(store_txn *t, const char *name, uint64_t v)
 	return et_set(t, key, et_key(e, key, 'm', name, strlen(name)), val, 8);
 }
 
-int
-et_rv_mod_now(et_store *e, et_conn *c, const char *key, size_t klen,
-	int64_t *mod)
-{
-	json_object *resp = NULL, *kvs;
-	ki_buf b;
-	int rc;
-
-	*mod = 0;
-	ki_buf_init(&b);
-	ki_buf_puts(&b, "{\"key\":");
-	et_b64(&b, key, klen);
-	ki_buf_puts(&b, ",\"keys_only\":true}");
-	rc = b.oom ? KI_ENOMEM :
-	    et_post_read(e, c, "/v3/kv/range", b.data, b.len, &resp);
-	ki_buf_free(&b);
-	if (rc == KI_OK && json_object_object_get_ex(resp, "kvs", &kvs) &&
-	    json_object_array_length(kvs) > 0)
-		*mod = et_int(json_object_array_get_idx(kvs, 0), "mod_revision");
-	json_object_put(resp);
-	return rc;
-}
-
 /* The mod_revision of m/rv that a failed commit's answer shows (its
  * failure branch reads it): what the watch cache must reach before the
  * batch runs again. */
