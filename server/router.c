@@ -146,6 +146,8 @@ static const char *const ARGS_COMPARE[] = { "baseline", "candidate",
 	"thresholdPercent", "format", NULL };
 static const char *const ARGS_COMPARE_POST[] = { "format", NULL };
 static const char *const ARGS_DIGEST[] = { "resourceVersion", NULL };
+/* Static files and reviews read no parameter. */
+static const char *const STATIC_ARGS[] = { NULL };
 
 static int
 listed(const char *const *set, const char *name)
@@ -705,6 +707,26 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	method_not_allowed(r, req->method, ALLOW_COLLECTION);
 }
 
+/* A DELETE's body is DeleteOptions in JSON: one of another media type
+ * (or none), read as JSON all the same, is 415, as kube-apiserver answers.
+ * Returns 1, or 0 with r filled. */
+static int
+delete_body_json(const http_req *req, api_resp *r)
+{
+	char mt[128];
+
+	if (req->body_len == 0)
+		return 1;
+	media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+	if (strcmp(mt, "application/json") == 0)
+		return 1;
+	fail(r, 415, "UnsupportedMediaType", "the body of a DELETE is "
+	    "DeleteOptions in application/json, not %s%.64s%s: it was not read",
+	    mt[0] ? "\"" : "", mt[0] ? mt : "a body with no Content-Type",
+	    mt[0] ? "\"" : "");
+	return 0;
+}
+
 static void
 item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	api_resp *r)
@@ -752,6 +774,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		/* orphanDependents: nothing here has dependents, so either
 		 * value is honoured; it must still be a boolean. */
 		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    !delete_body_json(req, r) ||
 		    bool_arg(req, "orphanDependents", &orphan, r) != 0 ||
 		    api_delete_query(req->arg(req->cls, "propagationPolicy"),
 		    req->arg(req->cls, "gracePeriodSeconds"), r) != KI_OK ||
@@ -937,6 +960,9 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	    (unsigned long long)st.st_mtime, (unsigned long long)st.st_size);
 	r->cache_control = "no-cache";
 	r->content_type = type;
+	/* A file is served whatever its query (a cache-busting suffix):
+	 * not in silence. */
+	warn_unknown_args(req, STATIC_ARGS, r);
 	inm = req->header(req->cls, "If-None-Match");
 	if (inm != NULL && strcmp(inm, r->etag) == 0) {
 		close(fd);
@@ -1184,8 +1210,11 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 
 		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
 		if (api_review_route(rt->api, &rv, req->method, p, req->body,
-		    req->body_len, mt, r))
+		    req->body_len, mt, r)) {
+			/* A review stores nothing: no parameter is read. */
+			warn_unknown_args(req, STATIC_ARGS, r);
 			return;
+		}
 	}
 	if (strncmp(p, "/apis/", 6) == 0 || strncmp(p, "/api/", 5) == 0) {
 		const char *rest, *slash;

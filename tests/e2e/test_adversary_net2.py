@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""test_adversary_net2 — later findings of the adversarial passes over the
+network and API side (test_adversary_net.py holds the earlier ones), each
+checked against the behaviour it names.
+
+Nothing a client sends is passed over in silence: status and the metadata
+the server sets (managedFields, generation, creationTimestamp, ...) given
+otherwise than stored in a PUT, a patch or an apply are dropped with a
+Warning naming the field; an access review warns of members it does not
+read and of query parameters; a DELETE's body in a media type other than
+JSON (or none) is 415, not read as DeleteOptions all the same; a static
+file warns of query parameters; Accept and Accept-Encoding given twice
+are a 400, as the other headers read from one line are.
+
+An operator whose front proxy passes chunked bodies on as they came sets
+accept-chunked-bodies to false: a chunked request body is then a 411
+Status, nothing is read or written, and the connection is closed; a
+body with Content-Length still works."""
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kitest  # noqa: E402
+from kitest import G, check, eq, test  # noqa: E402
+
+_daemon = None
+
+
+def daemon():
+    global _daemon
+    if _daemon is None:
+        _daemon = kitest.Daemon(sync=False).start()
+    return _daemon
+
+
+def exchange(d, data, timeout=5.0):
+    """Sends data on a fresh connection and reads until the server closes
+    it or timeout passes. Returns (bytes, closed)."""
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=timeout)
+    out, closed = b'', False
+    deadline = time.time() + timeout
+    try:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        while time.time() < deadline:
+            s.settimeout(max(0.05, deadline - time.time()))
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            except OSError:
+                closed = True
+                break
+            if not b:
+                closed = True
+                break
+            out += b
+    finally:
+        s.close()
+    return out, closed
+
+
+def answers(data):
+    """The answers in data: [(status, headers lower-cased, body)], bodies
+    read by Content-Length."""
+    out = []
+    while data.startswith(b'HTTP/'):
+        head, sep, rest = data.partition(b'\r\n\r\n')
+        if not sep:
+            break
+        lines = head.decode('latin-1').split('\r\n')
+        h = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(':')
+            h[k.strip().lower()] = v.strip()
+        n = int(h.get('content-length', '0'))
+        out.append((int(lines[0].split()[1]), h, rest[:n]))
+        data = rest[n:]
+    return out
+
+
+def proto_doc(name, reps):
+    return {'apiVersion': 'kernelindex.dev/v1alpha1',
+            'kind': 'BenchmarkProtocol', 'metadata': {'name': name},
+            'spec': {'measurement': {'timer': 'cuda_events',
+                                     'primaryStatistic': 'median',
+                                     'repetitions': reps}}}
+
+
+def warnings(r):
+    return r.headers.get_all('Warning') or []
+
+
+def warned(r, name):
+    """Does a Warning of r name the field (quoted, as the header escapes
+    it)?"""
+    return any('\\"%s\\"' % name in w for w in warnings(r))
+
+
+GET_HEALTHZ = b'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'
+
+
+# ---- what a client sends is not passed over ----
+
+@test
+def server_owned_fields_in_a_write_are_warned_of():
+    """status and the metadata the server sets were dropped from a PUT, a
+    patch and an apply without a word: each given otherwise than stored
+    is now named in a Warning (and still not applied); an object sent
+    back as it was read gets none."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('own-a', 200)).status, 201, 'a protocol')
+    obj = d.get(coll + '/own-a').json()
+    r = d.request('PUT', coll + '/own-a', body=obj)
+    eq((r.status, warnings(r)), (200, []), 'sent back as read: no Warning')
+    obj = d.get(coll + '/own-a').json()
+    obj['status'] = {'phase': 'Done'}
+    obj['metadata']['managedFields'] = [{'manager': 'me',
+                                         'operation': 'Update'}]
+    obj['metadata']['generation'] = 7
+    r = d.request('PUT', coll + '/own-a', body=obj)
+    eq(r.status, 200, 'PUT: %r' % (r,))
+    for f in ('status', 'metadata.managedFields', 'metadata.generation'):
+        check(warned(r, f), 'PUT: a Warning names %s: %r' % (f, warnings(r)))
+    for ctype, body, f in (
+            ('application/merge-patch+json',
+             {'metadata': {'managedFields': [{'manager': 'x'}]}},
+             'metadata.managedFields'),
+            ('application/merge-patch+json', {'status': {'a': 'b'}},
+             'status'),
+            ('application/strategic-merge-patch+json',
+             {'metadata': {'creationTimestamp': '2000-01-01T00:00:00Z'}},
+             'metadata.creationTimestamp'),
+            ('application/json-patch+json',
+             [{'op': 'add', 'path': '/status', 'value': {'x': 1}}],
+             'status'),
+            ('application/merge-patch+json',
+             {'metadata': {'creationTimestamp': None}},
+             'metadata.creationTimestamp')):
+        r = d.request('PATCH', coll + '/own-a', body=json.dumps(body),
+                      content_type=ctype)
+        eq(r.status, 200, '%s %r: %r' % (ctype, body, r))
+        check(warned(r, f), '%s %r: a Warning names %s: %r' %
+              (ctype, body, f, warnings(r)))
+    apply = proto_doc('own-a', 200)
+    apply['status'] = {'x': 1}
+    r = d.request('PATCH', coll + '/own-a?fieldManager=t', body=apply,
+                  content_type='application/apply-patch+yaml')
+    eq(r.status, 200, 'apply: %r' % (r,))
+    check(warned(r, 'status'), 'apply: names status: %r' % warnings(r))
+    apply = proto_doc('own-b', 201)
+    apply['status'] = {'x': 1}
+    apply['metadata']['managedFields'] = []
+    r = d.request('PATCH', coll + '/own-b?fieldManager=t', body=apply,
+                  content_type='application/apply-patch+yaml')
+    eq(r.status, 201, 'apply that creates: %r' % (r,))
+    for f in ('status', 'metadata.managedFields'):
+        check(warned(r, f), 'apply that creates: names %s: %r' %
+              (f, warnings(r)))
+    for name in ('own-a', 'own-b'):
+        got = d.get(coll + '/' + name).json()
+        eq(list(got.get('status', {})), ['digest'],
+           '%s: status is the server\'s: %r' % (name, got))
+        check('managedFields' not in got['metadata'],
+              '%s: no managedFields stored' % name)
+    got = d.get(coll + '/own-a').json()['metadata']
+    check(got.get('generation') != 7, 'generation is the server\'s: %r' %
+          got)
+    check(got.get('creationTimestamp'), 'creationTimestamp kept')
+    r = d.request('PATCH', coll + '/own-a', body='{"metadata":{"labels":'
+                  '{"a":"b"}}}', content_type='application/merge-patch+json')
+    eq((r.status, warnings(r)), (200, []), 'a plain patch: no Warning')
+
+
+@test
+def access_reviews_warn_of_what_they_do_not_read():
+    """A SelfSubjectAccessReview passed over unknown members of its body,
+    spec and attributes, selectors (which change no answer here) and query
+    parameters; each is now named in a Warning. A review of what it reads
+    gets none."""
+    d = daemon()
+    path = '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews'
+
+    def review(ra=None, na=None, **extra):
+        body = {'apiVersion': 'authorization.k8s.io/v1',
+                'kind': 'SelfSubjectAccessReview', 'spec': {}}
+        if ra is not None:
+            body['spec']['resourceAttributes'] = ra
+        if na is not None:
+            body['spec']['nonResourceAttributes'] = na
+        for k, v in extra.items():
+            if k.startswith('spec_'):
+                body['spec'][k[5:]] = v
+            else:
+                body[k] = v
+        return body
+
+    ra = {'verb': 'get', 'group': 'kernelindex.dev',
+          'resource': 'benchmarkruns'}
+    r = d.post(path, review(ra))
+    eq((r.status, warnings(r)), (201, []), 'what it reads: no Warning')
+    for what, body, q, name in (
+            ('an attribute', review(dict(ra, verbs='delete')), '',
+             'spec.resourceAttributes.verbs'),
+            ('a spec member', review(ra, spec_user='admin'), '', 'spec.user'),
+            ('a top member', review(ra, extra={'a': 1}), '', 'extra'),
+            ('a path attribute', review(na={'path': '/healthz',
+                                            'verb': 'get', 'x': 1}), '',
+             'spec.nonResourceAttributes.x'),
+            ('a query parameter', review(ra), '?dryRun=All', 'dryRun')):
+        r = d.post(path + q, body)
+        eq(r.status, 201, '%s: %r' % (what, r))
+        check(warned(r, name), '%s: a Warning names %s: %r' %
+              (what, name, warnings(r)))
+    r = d.post(path, review(dict(ra, labelSelector={'rawSelector': 'a=b'})))
+    eq(r.status, 201, 'a selector: %r' % (r,))
+    check(any('selectors' in w for w in warnings(r)),
+          'a selector: a Warning: %r' % warnings(r))
+    r = d.post('/apis/authorization.k8s.io/v1/selfsubjectrulesreviews',
+               {'apiVersion': 'authorization.k8s.io/v1',
+                'kind': 'SelfSubjectRulesReview',
+                'spec': {'namespace': '', 'verb': 'get'}})
+    eq(r.status, 201, 'a rules review: %r' % (r,))
+    check(warned(r, 'spec.verb'), 'a rules review: %r' % warnings(r))
+
+
+@test
+def a_delete_body_is_read_as_json_only():
+    """A DELETE's body was read as DeleteOptions whatever its Content-Type
+    (text/plain, NDJSON, none); kube-apiserver answers 415. Now 415 and
+    nothing is deleted; the same body as application/json is read."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('del-ct', 210)).status, 201, 'a protocol')
+    body = b'{"preconditions":{"resourceVersion":"1"}}'
+    for ct in ('text/plain', 'application/x-ndjson',
+               'application/merge-patch+json', None):
+        r = d.request('DELETE', coll + '/del-ct', body=body, content_type=ct)
+        st = kitest.status_of(r, 415, 'UnsupportedMediaType')
+        check('DeleteOptions' in st['message'], '%s: says why: %r' % (ct, st))
+        eq(d.get(coll + '/del-ct').status, 200, '%s: not deleted' % ct)
+    r = d.request('DELETE', coll + '/del-ct', body=body,
+                  content_type='application/json')
+    kitest.status_of(r, 409, 'Conflict')
+    r = d.request('DELETE', coll + '/del-ct', body=b'{"dryRun":["All"]}',
+                  content_type='application/json; charset=utf-8')
+    eq(r.status, 200, 'JSON DeleteOptions: %r' % (r,))
+    eq(d.get(coll + '/del-ct').status, 200, 'a dry run deletes nothing')
+    r = d.request('DELETE', coll + '/del-ct', content_type='text/plain')
+    eq(r.status, 200, 'no body, whatever the Content-Type: %r' % (r,))
+
+
+@test
+def static_files_warn_of_query_parameters():
+    """A file of the page was served whatever its query, in silence: a
+    parameter is now named in a Warning (the file is still served)."""
+    d = daemon()
+    r = d.get('/index.html')
+    eq((r.status, warnings(r)), (200, []), 'no query: no Warning')
+    r = d.get('/index.html?v=12')
+    eq(r.status, 200, 'served: %r' % (r,))
+    check(any('"v"' in w.replace('\\', '') for w in warnings(r)),
+          'a Warning names v: %r' % warnings(r))
+
+
+@test
+def accept_given_twice_is_refused():
+    """libmicrohttpd answers Accept and Accept-Encoding with their first
+    line: a second Accept asking for a Table (or another media type) was
+    passed over. Given twice, each is now a 400 naming it, as the other
+    headers read from one line are, and the connection is closed."""
+    d = daemon()
+    for name, v1, v2 in (
+            (b'Accept', b'application/json',
+             b'application/json;as=Table;v=v1;g=meta.k8s.io'),
+            (b'Accept-Encoding', b'identity', b'gzip')):
+        raw = (b'GET ' + (G + '/benchmarkprotocols').encode() +
+               b' HTTP/1.1\r\nHost: x\r\n' + name + b': ' + v1 + b'\r\n' +
+               name + b': ' + v2 + b'\r\n\r\n' + GET_HEALTHZ)
+        out, closed = exchange(d, raw)
+        rs = answers(out)
+        eq([s for s, _, _ in rs], [400], '%s twice: %r' % (name, out[:300]))
+        st = json.loads(rs[0][2])
+        check(name.decode() in st['message'], 'names it: %r' % st)
+        check(closed, '%s twice: the connection is closed' % name)
+    r = d.get(G + '/benchmarkprotocols',
+              headers={'Accept': 'application/json, */*'})
+    eq(r.status, 200, 'a list in one line: %r' % (r,))
+
+
+# ---- chunked request bodies, refused where the operator says ----
+
+def chunked_post(name, reps):
+    body = json.dumps(proto_doc(name, reps)).encode()
+    return (b'POST ' + (G + '/benchmarkprotocols').encode() +
+            b' HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+            b'Transfer-Encoding: chunked\r\n\r\n' +
+            b'%x\r\n' % len(body) + body + b'\r\n0\r\n\r\n')
+
+
+@test
+def chunked_bodies_are_refused_where_the_operator_says():
+    """libmicrohttpd 0.9.75 decodes chunk framing itself (bare LFs and
+    chunk-extension bytes included), out of the daemon's sight. With
+    accept-chunked-bodies false, a chunked request body is a 411 Status
+    naming the option, nothing is stored, the connection is closed and no
+    request after it runs; Content-Length still works. The default still
+    takes chunked bodies."""
+    d = daemon()
+    out, _ = exchange(d, chunked_post('chunk-on', 220) + GET_HEALTHZ)
+    eq([s for s, _, _ in answers(out)], [201, 200], 'default: taken')
+    strict = kitest.Daemon(sync=False, args=['--accept-chunked-bodies',
+                                             'false']).start()
+    try:
+        out, closed = exchange(strict, chunked_post('chunk-off', 221) +
+                               GET_HEALTHZ)
+        rs = answers(out)
+        eq([s for s, _, _ in rs], [411], 'refused: %r' % out[:300])
+        st = json.loads(rs[0][2])
+        eq((st.get('kind'), st.get('code'), st.get('reason')),
+           ('Status', 411, 'LengthRequired'), 'a Status: %r' % st)
+        check('accept-chunked-bodies' in st['message'], 'names it: %r' % st)
+        check(closed, 'the connection is closed')
+        eq(strict.get(G + '/benchmarkprotocols/chunk-off').status, 404,
+           'nothing stored')
+        eq(strict.post(G + '/benchmarkprotocols',
+                       proto_doc('chunk-cl', 222)).status, 201,
+           'Content-Length still works')
+        body = b'{"apiVersion":"kernelindex.dev/v1alpha1"}\n'
+        out, closed = exchange(strict, (
+            b'POST ' + (G + '/benchmarkprotocols').encode() +
+            b' HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n'
+            b'Transfer-Encoding: chunked\r\n\r\n' + b'%x\r\n' % len(body) +
+            body + b'\r\n0\r\n\r\n'))
+        eq([s for s, _, _ in answers(out)], [411], 'a streamed NDJSON upload')
+    finally:
+        strict.stop()
+
+
+if __name__ == '__main__':
+    sys.exit(kitest.run_all())
