@@ -803,6 +803,9 @@ head_watch(struct MHD_Connection *c, req_ctx *rq, watch_params *w)
 		api_query_free(&q);
 		r->code = 200;
 		r->cache_control = "no-store";
+		/* The GET's Warnings too (a parameter a watch does not read). */
+		for (const char *t = w->warnings; *t != '\0'; t += strlen(t) + 1)
+			api_resp_warn(r, "%s", t);
 	}
 	free(w->label_selector);
 	free(w->field_selector);

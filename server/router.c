@@ -1232,6 +1232,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 				return;
 			}
 			api_discovery_resources(r);
+			warn_unknown_args(req, STATIC_ARGS, r);
 			return;
 		}
 		rest++;

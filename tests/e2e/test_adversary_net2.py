@@ -9,8 +9,11 @@ otherwise than stored in a PUT, a patch or an apply are dropped with a
 Warning naming the field; an access review warns of members it does not
 read and of query parameters; a DELETE's body in a media type other than
 JSON (or none) is 415, not read as DeleteOptions all the same; a static
-file warns of query parameters; Accept and Accept-Encoding given twice
-are a 400, as the other headers read from one line are.
+file, the group version's resource list and HEAD of a watch warn of
+query parameters; Accept and Accept-Encoding given twice are a 400, as
+the other headers read from one line are; the same content sent under
+another name (the stored object keeps its first name) is told in a
+Warning.
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -292,6 +295,45 @@ def accept_given_twice_is_refused():
     r = d.get(G + '/benchmarkprotocols',
               headers={'Accept': 'application/json, */*'})
     eq(r.status, 200, 'a list in one line: %r' % (r,))
+
+
+@test
+def the_same_content_under_another_name_is_told():
+    """The same content sent under another name is the stored object (it
+    keeps its first name, docs/api.md): a POST or an apply of it was 200
+    with the stored object and no word that the name sent was not taken
+    (a GET of that name is 404). A Warning now names both."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('first-n', 230)).status, 201, 'stored')
+    for what, r in (
+            ('POST', d.post(coll, proto_doc('second-n', 230))),
+            ('apply', d.request('PATCH', coll + '/third-n?fieldManager=t',
+                                body=proto_doc('third-n', 230),
+                                content_type='application/apply-patch+yaml'))):
+        eq(r.status, 200, '%s: %r' % (what, r))
+        eq(r.json()['metadata']['name'], 'first-n', '%s: the stored one' %
+           what)
+        check(any('first-n' in w and ('second-n' in w or 'third-n' in w)
+                  for w in warnings(r)), '%s: a Warning names both: %r' %
+              (what, warnings(r)))
+    r = d.post(coll, proto_doc('first-n', 230))
+    eq((r.status, warnings(r)), (200, []), 'the same name: no Warning')
+
+
+@test
+def discovery_and_head_of_a_watch_warn_of_parameters():
+    """The group version's resource list passed over every query
+    parameter, and HEAD of a watch dropped the Warnings its GET sends: both
+    now warn of a parameter they do not read."""
+    d = daemon()
+    r = d.get(G + '?bogus=1')
+    eq(r.status, 200, 'discovery: %r' % (r,))
+    check(warned(r, 'bogus'), 'discovery warns: %r' % warnings(r))
+    r = d.request('HEAD', G + '/benchmarkprotocols?watch=1&timeoutSeconds=1&'
+                  'limit=1')
+    eq(r.status, 200, 'HEAD watch: %r' % (r,))
+    check(warned(r, 'limit'), 'HEAD of a watch warns: %r' % warnings(r))
 
 
 # ---- chunked request bodies, refused where the operator says ----
