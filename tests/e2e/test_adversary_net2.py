@@ -13,7 +13,8 @@ file, the group version's resource list and HEAD of a watch warn of
 query parameters; Accept and Accept-Encoding given twice are a 400, as
 the other headers read from one line are; the same content sent under
 another name (the stored object keeps its first name) is told in a
-Warning.
+Warning; a Comparison's metadata holding a member no object metadata
+holds is 422, as an unknown member of its spec is.
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -334,6 +335,27 @@ def discovery_and_head_of_a_watch_warn_of_parameters():
                   'limit=1')
     eq(r.status, 200, 'HEAD watch: %r' % (r,))
     check(warned(r, 'limit'), 'HEAD of a watch warns: %r' % warnings(r))
+
+
+@test
+def a_comparison_s_metadata_holds_only_object_metadata():
+    """A Comparison's answer echoes its metadata: an unknown member there
+    (or a metadata that is no object, answered as {}) was handed back as if
+    it were read, where an unknown spec member is 422. Now 422 naming it;
+    ObjectMeta's members are still taken."""
+    d = daemon()
+
+    def cmp(meta):
+        return d.post(G + '/comparisons', {
+            'apiVersion': 'kernelindex.dev/v1alpha1', 'kind': 'Comparison',
+            'metadata': meta, 'spec': {'baseline': {'labelSelector': 'a=b'},
+                                       'candidate': {'labelSelector': 'a=c'}}})
+
+    st = kitest.status_of(cmp({'name': 'c', 'zz': 1}), 422, 'Invalid')
+    check('metadata.zz' in json.dumps(st), 'names it: %r' % st)
+    kitest.status_of(cmp(['x']), 422, 'Invalid')
+    r = cmp({'name': 'c', 'labels': {'a': 'b'}, 'generateName': 'c-'})
+    eq(r.status, 201, 'ObjectMeta\'s members: %r' % (r,))
 
 
 # ---- chunked request bodies, refused where the operator says ----
