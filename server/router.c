@@ -133,6 +133,9 @@ static const char *const ARGS_CREATE[] = { "dryRun", "fieldValidation",
 	"fieldManager", "atomic", NULL };
 static const char *const ARGS_UPDATE[] = { "dryRun", "fieldValidation",
 	"fieldManager", "force", NULL };
+/* A PUT reads no force (an apply's). */
+static const char *const ARGS_PUT[] = { "dryRun", "fieldValidation",
+	"fieldManager", NULL };
 static const char *const ARGS_DELETE[] = { "dryRun", "propagationPolicy",
 	"gracePeriodSeconds", "orphanDependents", NULL };
 /* The answers computed from the stored runs, and a read by digest. */
@@ -240,6 +243,7 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 {
 	const char *dry = req->arg(req->cls, "dryRun");
 	const char *fv = req->arg(req->cls, "fieldValidation");
+	const char *fm = req->arg(req->cls, "fieldManager");
 
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
@@ -254,6 +258,24 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 			return -1;
 		}
 		o->dry_run = 1;
+	}
+	/* kube-apiserver's ValidateFieldManager: at most 128 bytes, all
+	 * printable. No field managers are kept here, but one that could
+	 * never be kept is refused, as there. */
+	if (fm != NULL) {
+		size_t n = strlen(fm);
+		int printable = 1;
+
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)fm[i] < 0x20 || fm[i] == 0x7f)
+				printable = 0;
+		if (n > 128 || !printable) {
+			api_resp_fail(r, 422, "Invalid", "fieldManager", "fieldManager: "
+			    "%s", n > 128 ?
+			    "Too long: may not be more than 128 bytes" :
+			    "Invalid value: must only contain printable characters");
+			return -1;
+		}
 	}
 	if (fv == NULL || *fv == '\0' || strcmp(fv, "Warn") == 0)
 		o->field_validation = API_FV_WARN;
@@ -800,7 +822,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 			}
 			api_replace(rt->api, k, name, req->body, req->body_len, &wo, r);
-			warn_unknown_args(req, ARGS_UPDATE, r);
+			warn_unknown_args(req, ARGS_PUT, r);
 			return;
 		}
 		if (strcmp(mt, "application/merge-patch+json") == 0)
@@ -828,6 +850,14 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			 * the value is still checked. */
 			if (bool_arg(req, "force", &force, r) != 0)
 				return;
+			/* kube-apiserver's ValidatePatchOptions: force is an
+			 * apply's alone. */
+			if (type != API_PATCH_APPLY &&
+			    req->arg(req->cls, "force") != NULL) {
+				api_resp_fail(r, 422, "Invalid", "force", "force: "
+				    "Forbidden: may not be specified for non-apply patch");
+				return;
+			}
 		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
 		warn_unknown_args(req, ARGS_UPDATE, r);

@@ -14,7 +14,9 @@ query parameters; Accept and Accept-Encoding given twice are a 400, as
 the other headers read from one line are; the same content sent under
 another name (the stored object keeps its first name) is told in a
 Warning; a Comparison's metadata holding a member no object metadata
-holds is 422, as an unknown member of its spec is.
+holds is 422, as an unknown member of its spec is; a fieldManager
+kube-apiserver would refuse (over 128 bytes, a control character) and
+force on a patch other than an apply are 422, and a PUT warns of force.
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -356,6 +358,48 @@ def a_comparison_s_metadata_holds_only_object_metadata():
     kitest.status_of(cmp(['x']), 422, 'Invalid')
     r = cmp({'name': 'c', 'labels': {'a': 'b'}, 'generateName': 'c-'})
     eq(r.status, 201, 'ObjectMeta\'s members: %r' % (r,))
+
+
+@test
+def write_options_are_validated_as_kube_apiserver_does():
+    """A fieldManager of more than 128 bytes or with a control character,
+    and force on a patch other than an apply, were taken in silence
+    (kube-apiserver: 422, ValidatePatchOptions and ValidateFieldManager);
+    a PUT's force was passed over with no Warning. Now 422 naming the
+    option, nothing written, and a PUT warns of force."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('opt-a', 240)).status, 201, 'a protocol')
+    rv = d.get(coll + '/opt-a').json()['metadata']['resourceVersion']
+    for what, r, field in (
+            ('a long fieldManager', d.post(coll + '?fieldManager=' + 'm' * 129,
+                                           proto_doc('opt-b', 241)),
+             'fieldManager'),
+            ('a fieldManager with LF', d.post(coll + '?fieldManager=a%0Ab',
+                                              proto_doc('opt-c', 242)),
+             'fieldManager'),
+            ('force on a merge patch',
+             d.request('PATCH', coll + '/opt-a?force=true',
+                       body='{"metadata":{"labels":{"f":"1"}}}',
+                       content_type='application/merge-patch+json'), 'force'),
+            ('force on a JSON patch',
+             d.request('PATCH', coll + '/opt-a?force=false',
+                       body='[{"op":"add","path":"/metadata/labels",'
+                       '"value":{"f":"2"}}]',
+                       content_type='application/json-patch+json'), 'force')):
+        st = kitest.status_of(r, 422, 'Invalid')
+        check(field in st['message'], '%s: names %s: %r' % (what, field, st))
+    for name in ('opt-b', 'opt-c'):
+        eq(d.get(coll + '/' + name).status, 404, '%s: not stored' % name)
+    eq(d.get(coll + '/opt-a').json()['metadata']['resourceVersion'], rv,
+       'opt-a unchanged')
+    r = d.request('PUT', coll + '/opt-a?force=true',
+                  body=d.get(coll + '/opt-a').json())
+    eq(r.status, 200, 'PUT: %r' % (r,))
+    check(any('force' in w for w in warnings(r)), 'PUT warns of force: %r' %
+          warnings(r))
+    r = d.post(coll + '?fieldManager=' + 'm' * 128, proto_doc('opt-d', 243))
+    eq(r.status, 201, '128 bytes: %r' % (r,))
 
 
 # ---- chunked request bodies, refused where the operator says ----
