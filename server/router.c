@@ -15,6 +15,7 @@
 #include "api/compare.h"
 #include "api/options.h"
 #include "api/review.h"
+#include "api/schema.h"
 #include "api/table.h"
 #include "server/encode.h"
 
@@ -106,6 +107,23 @@ uint_arg(const http_req *req, const char *name, unsigned long long max,
 		return -1;
 	}
 	return 0;
+}
+
+/* Is the versionLabel parameter, where given, a label key? (One that is
+ * not names no label, and was read as one that no run carries.) Returns
+ * 0, or -1 with r filled (400). */
+static int
+version_label_ok(const http_req *req, api_resp *r)
+{
+	const char *v = req->arg(req->cls, "versionLabel");
+
+	if (v == NULL || api_is_label_key(v, strlen(v)))
+		return 0;
+	api_resp_fail(r, 400, "BadRequest", "versionLabel", "invalid "
+	    "versionLabel \"%.64s\": a label key is expected (an optional "
+	    "DNS-subdomain prefix and '/', then 1 to 63 alphanumeric "
+	    "characters, '-', '_' or '.')", v);
+	return -1;
 }
 
 /* Query parameters every endpoint takes, as kube-apiserver does: pretty
@@ -525,7 +543,8 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 		    0 ? "GET, HEAD, POST" : ALLOW_READ);
 		return 1;
 	}
-	if (bool_arg(req, "includeImplausible", &implausible, r) < 0)
+	if (bool_arg(req, "includeImplausible", &implausible, r) < 0 ||
+	    version_label_ok(req, r) < 0)
 		return 1;
 	if (strcmp(rest, "series") == 0) {
 		if (csv)
@@ -630,8 +649,13 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 			return;
 		}
 		if (k->id == API_RUN) {
-			int csv = wants_csv(req, r);
+			int csv = version_label_ok(req, r) < 0 ? -1 :
+			    wants_csv(req, r);
 
+			/* versionLabel names the CSV's version column. */
+			if (csv == 0 && req->arg(req->cls, "versionLabel") != NULL)
+				api_resp_warn(r, "versionLabel is read only with "
+				    "format=csv: ignored");
 			if (csv != 0) {
 				if (csv > 0)
 					api_runs_csv(rt->api, req->arg(req->cls,

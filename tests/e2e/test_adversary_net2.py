@@ -16,7 +16,9 @@ another name (the stored object keeps its first name) is told in a
 Warning; a Comparison's metadata holding a member no object metadata
 holds is 422, as an unknown member of its spec is; a fieldManager
 kube-apiserver would refuse (over 128 bytes, a control character) and
-force on a patch other than an apply are 422, and a PUT warns of force.
+force on a patch other than an apply are 422, and a PUT warns of force;
+a versionLabel that is no label key is 400, and the runs' JSON list
+(which does not read it) warns of it.
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -400,6 +402,27 @@ def write_options_are_validated_as_kube_apiserver_does():
           warnings(r))
     r = d.post(coll + '?fieldManager=' + 'm' * 128, proto_doc('opt-d', 243))
     eq(r.status, 201, '128 bytes: %r' % (r,))
+
+
+@test
+def a_version_label_is_a_label_key_and_read_where_it_is_given():
+    """versionLabel that is no label key (it can name no label) was read
+    as one no run carries, and the runs' JSON list passed it over in
+    silence (it names the CSV's version column). Now 400 naming it, and
+    a Warning on the JSON list."""
+    d = daemon()
+    for p in ('leaderboard', 'series', 'benchmarkruns',
+              'comparisons?baseline=a%3Db&candidate=a%3Dc'):
+        sep = '&' if '?' in p else '?'
+        st = kitest.status_of(d.get(G + '/' + p + sep + 'versionLabel=bad%20'
+                                    'key!'), 400, 'BadRequest')
+        check('versionLabel' in st['message'], '%s: names it: %r' % (p, st))
+    r = d.get(G + '/benchmarkruns?versionLabel=version')
+    eq(r.status, 200, 'the JSON list: %r' % (r,))
+    check(any('versionLabel' in w for w in warnings(r)),
+          'the JSON list warns: %r' % warnings(r))
+    r = d.get(G + '/benchmarkruns?format=csv&versionLabel=version')
+    eq((r.status, warnings(r)), (200, []), 'the CSV reads it')
 
 
 # ---- chunked request bodies, refused where the operator says ----
