@@ -57,6 +57,25 @@ not_acceptable(api_resp *r, const char *forms)
 	    "none of the representations available: %s", forms);
 }
 
+/* The API's answers are JSON (YAML, and CSV where an endpoint makes it):
+ * an Accept header under /api or /apis that admits none of them is a 406
+ * before anything is done, as kube-apiserver answers, not a JSON answer
+ * the client did not ask for. Returns 1, or 0 with r filled. */
+static int
+api_accept_ok(const http_req *req, api_resp *r)
+{
+	const char *p = req->path;
+
+	if (strcmp(p, "/api") != 0 && strncmp(p, "/api/", 5) != 0 &&
+	    strcmp(p, "/apis") != 0 && strncmp(p, "/apis/", 6) != 0)
+		return 1;
+	if (enc_accepts(req->header(req->cls, "Accept"), ENC_YAML | ENC_CSV))
+		return 1;
+	not_acceptable(r, "the API answers application/json, application/yaml "
+	    "or (some reads) text/csv");
+	return 0;
+}
+
 /* A boolean query parameter read as Go's strconv.ParseBool does: *out is
  * 0 or 1 (0 when absent or empty). Returns -1 with r filled (400 naming
  * the parameter) on any other value. */
@@ -1246,6 +1265,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		    "reads (anonymous reads are off)");
 		return;
 	}
+	if (!api_accept_ok(req, r))
+		return;
 	if (strncmp(p, "/admin/tokens", 13) == 0) {
 		admin_tokens(rt, req, p + 13, r);
 		return;
@@ -1399,8 +1420,8 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	}
 	api_status_free(&st);
-	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
-	    collection_if_match(&wo, r) != 0)
+	if (!api_accept_ok(req, r) || !writes_allowed(req, r) ||
+	    write_opts(req, &wo, r) != 0 || collection_if_match(&wo, r) != 0)
 		return NULL;
 	/* All or nothing needs one transaction, and a dry run must see the
 	 * whole body too: those are read whole (up to max-bulk-body). */

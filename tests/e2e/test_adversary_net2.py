@@ -18,7 +18,9 @@ holds is 422, as an unknown member of its spec is; a fieldManager
 kube-apiserver would refuse (over 128 bytes, a control character) and
 force on a patch other than an apply are 422, and a PUT warns of force;
 a versionLabel that is no label key is 400, and the runs' JSON list
-(which does not read it) warns of it.
+(which does not read it) warns of it; an Accept that admits nothing
+the API produces is 406 under /api and /apis before anything is done
+(a write, a streamed upload).
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -423,6 +425,42 @@ def a_version_label_is_a_label_key_and_read_where_it_is_given():
           'the JSON list warns: %r' % warnings(r))
     r = d.get(G + '/benchmarkruns?format=csv&versionLabel=version')
     eq((r.status, warnings(r)), (200, []), 'the CSV reads it')
+
+
+@test
+def an_accept_the_api_cannot_meet_is_406_before_anything_is_done():
+    """docs/api.md: an Accept header that admits nothing an endpoint
+    produces is 406. Only watches and the computed answers said so: a
+    list, an object, discovery and every write answered JSON the client
+    had not asked for (a POST or a streamed upload stored its objects
+    first). Now 406 under /api and /apis, and nothing is written."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    eq(d.post(coll, proto_doc('acc-a', 250)).status, 201, 'a protocol')
+    for a in ('image/png', 'text/html', 'application/json;q=0',
+              'application/xml'):
+        for m, p in (('GET', coll), ('GET', coll + '/acc-a'), ('GET', G),
+                     ('GET', '/apis'), ('HEAD', coll)):
+            r = d.request(m, p, headers={'Accept': a})
+            eq(r.status, 406, '%s %s Accept %s: %r' % (m, p, a, r))
+        r = d.request('POST', coll, body=proto_doc('acc-b', 251),
+                      headers={'Accept': a})
+        kitest.status_of(r, 406, 'NotAcceptable')
+        r = d.request('POST', coll, body=json.dumps(proto_doc('acc-c', 252)) +
+                      '\n', content_type='application/x-ndjson',
+                      headers={'Accept': a})
+        kitest.status_of(r, 406, 'NotAcceptable')
+        r = d.request('DELETE', coll + '/acc-a', headers={'Accept': a})
+        kitest.status_of(r, 406, 'NotAcceptable')
+    for name in ('acc-b', 'acc-c'):
+        eq(d.get(coll + '/' + name).status, 404, '%s: not stored' % name)
+    eq(d.get(coll + '/acc-a').status, 200, 'acc-a not deleted')
+    for a in ('application/json', 'application/yaml', '*/*',
+              'application/json;as=Table;v=v1;g=meta.k8s.io,'
+              'application/json', 'application/vnd.kubernetes.protobuf, */*'):
+        eq(d.get(coll, headers={'Accept': a}).status, 200, 'Accept %s' % a)
+    eq(d.get('/healthz', headers={'Accept': 'image/png'}).status, 200,
+       'a probe answers whatever the Accept')
 
 
 # ---- chunked request bodies, refused where the operator says ----
