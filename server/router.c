@@ -667,6 +667,10 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 			start_watch(k, req, r, watch);
 			return;
 		}
+		/* A list takes allowWatchBookmarks (kube-apiserver's
+		 * ListOptions do) and reads no more of it than a boolean. */
+		if (bool_arg(req, "allowWatchBookmarks", &w, r) != 0)
+			return;
 		if (k->id == API_RUN) {
 			int csv = version_label_ok(req, r) < 0 ? -1 :
 			    wants_csv(req, r);

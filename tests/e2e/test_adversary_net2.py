@@ -20,7 +20,9 @@ force on a patch other than an apply are 422, and a PUT warns of force;
 a versionLabel that is no label key is 400, and the runs' JSON list
 (which does not read it) warns of it; an Accept that admits nothing
 the API produces is 406 under /api and /apis before anything is done
-(a write, a streamed upload).
+(a write, a streamed upload); a label selector's empty value set
+("a in ()") and a list's allowWatchBookmarks that is no boolean are
+refused.
 
 An operator whose front proxy passes chunked bodies on as they came sets
 accept-chunked-bodies to false: a chunked request body is then a 411
@@ -461,6 +463,30 @@ def an_accept_the_api_cannot_meet_is_406_before_anything_is_done():
         eq(d.get(coll, headers={'Accept': a}).status, 200, 'Accept %s' % a)
     eq(d.get('/healthz', headers={'Accept': 'image/png'}).status, 200,
        'a probe answers whatever the Accept')
+
+
+@test
+def an_empty_set_selector_and_a_list_s_bookmarks_are_checked():
+    """labelSelector "a in ()" selected nothing ("a notin ()" everything)
+    where kube-apiserver answers 400 (a values set cannot be empty), and a
+    list passed over allowWatchBookmarks whatever its value. Both are now
+    refused (the selector as any malformed selector is, 400 or 422),
+    saying why."""
+    d = daemon()
+    coll = G + '/benchmarkprotocols'
+    for sel in ('a%20in%20()', 'a%20notin%20(%20)', 'b%3Dc,a%20in%20()'):
+        for p in (coll + '?labelSelector=' + sel,
+                  G + '/leaderboard?labelSelector=' + sel,
+                  coll + '?watch=1&timeoutSeconds=1&labelSelector=' + sel):
+            r = d.get(p)
+            check(r.status in (400, 422), '%s: refused: %r' % (p, r))
+            st = kitest.status_of(r)
+            check('empty' in st['message'], '%s: says why: %r' % (p, st))
+    st = kitest.status_of(d.get(coll + '?allowWatchBookmarks=maybe'), 400,
+                          'BadRequest')
+    check('allowWatchBookmarks' in st['message'], 'names it: %r' % st)
+    eq(d.get(coll + '?allowWatchBookmarks=true&labelSelector=a%20in%20(x)')
+       .status, 200, 'sound forms')
 
 
 # ---- chunked request bodies, refused where the operator says ----
