@@ -666,6 +666,35 @@ api_compare_post(api_ctx *ctx, const char *body, size_t len, int csv,
 			api_status_cause(&st, "FieldValueNotSupported", top,
 			    "unknown field");
 	}
+	{
+		/* ObjectMeta's members (and title): the answer echoes
+		 * metadata, so another is refused as a spec's is, not
+		 * handed back as if it were read. */
+		static const char *const meta_fields[] = { "name", "generateName",
+			"namespace", "selfLink", "uid", "resourceVersion",
+			"generation", "creationTimestamp", "deletionTimestamp",
+			"deletionGracePeriodSeconds", "labels", "annotations",
+			"ownerReferences", "finalizers", "managedFields", "title",
+			NULL };
+
+		meta = json_object_object_get(o, "metadata");
+
+		if (meta != NULL && !json_object_is_type(meta, json_type_object))
+			api_status_cause(&st, "FieldValueInvalid", "metadata",
+			    "Invalid value: must be an object");
+		else if (meta != NULL) {
+			json_object_object_foreach(meta, mk, mv) {
+				char f[96];
+
+				(void)mv;
+				if (known_member(meta_fields, mk))
+					continue;
+				snprintf(f, sizeof(f), "metadata.%.80s", mk);
+				api_status_cause(&st, "FieldValueNotSupported", f,
+				    "Unsupported value: unknown field");
+			}
+		}
+	}
 	spec = json_object_object_get(o, "spec");
 	if (spec == NULL || !json_object_is_type(spec, json_type_object)) {
 		api_status_cause(&st, spec == NULL ? "FieldValueRequired" :

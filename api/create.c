@@ -86,6 +86,15 @@ create_write(store_txn *txn, void *arg)
 			snprintf(r->created_name, sizeof(r->created_name), "%s",
 			    d->stored_name);
 		}
+		/* The same content under another name is the stored object
+		 * (it keeps its first name): the name sent is not taken, and
+		 * the client is told so. */
+		if (rc == KI_OK && !d->created && d->name != NULL &&
+		    strcmp(d->name, d->stored_name) != 0)
+			api_resp_warn(r, "the content is already stored as %s "
+			    "\"%.253s\": no object named \"%.253s\" was created (an "
+			    "object keeps its first name)", d->kind->kind,
+			    d->stored_name, d->name);
 	} else {
 		render_result(j->u.els, j->u.n, j->dry_run ? rv0 : store_rv(txn),
 		    j->dry_run, &r->body);

@@ -197,6 +197,14 @@ parse(const char *text, api_selector *out, char *err, size_t errlen,
 				goto fail;
 			}
 			lx.p++;
+			/* kube-apiserver: "values set can't be empty" (an empty
+			 * set selected nothing, or everything for notin). */
+			skip_ws(&lx);
+			if (*lx.p == ')') {
+				rc = lex_fail(&lx, "the values of in and notin cannot "
+				    "be an empty set");
+				goto fail;
+			}
 			for (;;) {
 				char *v = word(&lx);
 

@@ -60,6 +60,57 @@ meta_str(struct json_object *obj, const char *key)
 	return json_object_get_string(v);
 }
 
+/* The members of an object that the server sets: what a write gives them
+ * is not applied (kube-apiserver resets them as well). */
+static const char *const SERVER_META[] = { "creationTimestamp",
+	"generation", "managedFields", "selfLink", "deletionTimestamp",
+	"deletionGracePeriodSeconds", NULL };
+
+/* Warns of one server-owned member: w what the write asks for, s what is
+ * stored (either NULL where absent). removal: a member the write leaves
+ * out was removed by it (a patch's null), not merely not sent (a PUT). */
+static void
+warn_owned(const char *path, struct json_object *w, int w_has,
+	struct json_object *s, int s_has, int removal, api_resp *r)
+{
+	if (!w_has && (!removal || !s_has))
+		return;
+	if (w_has && s_has && json_object_equal(w, s))
+		return;
+	api_resp_warn(r, "field \"%s\" not applied: the server sets it%s", path,
+	    strcmp(path, "status") == 0 ? " (an object's status is written by "
+	    "the server only)" : "");
+}
+
+/* Warns of each server-owned member (status, and the metadata in
+ * SERVER_META) that the object a write asks for (want, borrowed) gives
+ * otherwise than stored (borrowed; NULL for a create): dropped, as
+ * kube-apiserver drops it, but not in silence. removal: see warn_owned. */
+static void
+warn_server_owned(struct json_object *want, struct json_object *stored,
+	int removal, api_resp *r)
+{
+	struct json_object *wm = NULL, *sm = NULL, *w = NULL, *s = NULL;
+	int w_has, s_has;
+	char path[64];
+
+	w_has = json_object_object_get_ex(want, "status", &w);
+	s_has = stored != NULL && json_object_object_get_ex(stored, "status", &s);
+	warn_owned("status", w, w_has, s, s_has, removal, r);
+	if (!json_object_object_get_ex(want, "metadata", &wm) ||
+	    !json_object_is_type(wm, json_type_object))
+		return;
+	if (stored != NULL)
+		json_object_object_get_ex(stored, "metadata", &sm);
+	for (const char *const *k = SERVER_META; *k != NULL; k++) {
+		w = s = NULL;
+		w_has = json_object_object_get_ex(wm, *k, &w);
+		s_has = sm != NULL && json_object_object_get_ex(sm, *k, &s);
+		snprintf(path, sizeof(path), "metadata.%s", *k);
+		warn_owned(path, w, w_has, s, s_has, removal, r);
+	}
+}
+
 /* The precondition a body carries in metadata.resourceVersion, as kube-
  * apiserver takes it: a decimal string, or (JSON being loose about it) a
  * non-negative integer. pre receives it ("" when the body has none).
@@ -157,12 +208,12 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		    k->plural, name);
 		goto out;
 	}
+	live = api_json_parse_len(o.json, o.json_len);
+	if (live == NULL) {
+		api_fail_rc(r, KI_ESTORE, "reading the object");
+		goto out;
+	}
 	if (type != 0) {
-		live = api_json_parse_len(o.json, o.json_len);
-		if (live == NULL) {
-			api_fail_rc(r, KI_ESTORE, "reading the object");
-			goto out;
-		}
 		if (type == API_PATCH_JSON) {
 			rc = api_jsonpatch_apply(live, body, &want, &st);
 			if (rc == KI_EINVAL) {
@@ -216,6 +267,10 @@ update(api_ctx *ctx, const api_kind *k, const char *name,
 		    wname, name);
 		goto out;
 	}
+	/* What the write gives status and the server's metadata is dropped
+	 * below: said in a Warning where it differs from what is stored. A
+	 * PUT that leaves status out asks for no change to it. */
+	warn_server_owned(want, live, type != 0, r);
 	/* Validate the wanted object as an upload would, which also prunes
 	 * unknown fields and recomputes its digest. */
 	api_doc_prepare(&d, want, "", k, &st, &unk);
@@ -391,12 +446,15 @@ api_patch(api_ctx *ctx, const api_kind *k, const char *name, int type,
 		json_object_put(patch);
 		return;
 	}
-	if (update(ctx, k, name, patch, type, pre, type == API_PATCH_APPLY, opt,
-	    r) == 1) {
+	/* update consumes patch: a reference is kept for the create. */
+	if (update(ctx, k, name, json_object_get(patch), type, pre,
+	    type == API_PATCH_APPLY, opt, r) == 1) {
 		/* Server-side apply of a missing object creates it: the body is
 		 * one object of this kind named as the URL (checked above). */
+		warn_server_owned(patch, NULL, 0, r);
 		api_create(ctx, k, body, len, 0, opt, r);
 	}
+	json_object_put(patch);
 }
 
 void

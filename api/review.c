@@ -456,6 +456,67 @@ pb_review(const char *body, size_t blen, const char *kind)
 	return o;
 }
 
+/* Warns (299, as an unknown field of an object is) of each member of o
+ * (borrowed; NULL or no object: none) that known (NULL-ended) does not
+ * name, at the JSON path prefix: a review reads no other, and says so. */
+static void
+warn_members(struct json_object *o, const char *prefix,
+	const char *const *known, api_resp *r)
+{
+	if (o == NULL || !json_object_is_type(o, json_type_object))
+		return;
+	json_object_object_foreach(o, key, v) {
+		const char *const *k = known;
+
+		(void)v;
+		while (*k != NULL && strcmp(*k, key) != 0)
+			k++;
+		if (*k == NULL)
+			api_resp_warn(r, "unknown field \"%s%.64s\"", prefix, key);
+	}
+}
+
+/* Warns of what a review's answer does not depend on although the
+ * client sent it (o and its spec, borrowed). */
+static void
+warn_review(struct json_object *o, const char *kind, api_resp *r)
+{
+	static const char *const top[] = { "kind", "apiVersion", "metadata",
+		"spec", "status", NULL };
+	static const char *const top_self[] = { "kind", "apiVersion",
+		"metadata", "status", NULL };
+	static const char *const spec_access[] = { "resourceAttributes",
+		"nonResourceAttributes", NULL };
+	static const char *const spec_rules[] = { "namespace", NULL };
+	static const char *const ra_known[] = { "namespace", "verb", "group",
+		"version", "resource", "subresource", "name", "fieldSelector",
+		"labelSelector", NULL };
+	static const char *const na_known[] = { "path", "verb", NULL };
+	struct json_object *spec = NULL, *ra = NULL, *v = NULL;
+	int access = strcmp(kind, "SelfSubjectAccessReview") == 0;
+
+	warn_members(o, "", strcmp(kind, "SelfSubjectReview") == 0 ? top_self :
+	    top, r);
+	if (!json_object_object_get_ex(o, "spec", &spec) ||
+	    strcmp(kind, "SelfSubjectReview") == 0)
+		return;
+	warn_members(spec, "spec.", access ? spec_access : spec_rules, r);
+	if (!access)
+		return;
+	json_object_object_get_ex(spec, "nonResourceAttributes", &v);
+	warn_members(v, "spec.nonResourceAttributes.", na_known, r);
+	if (!json_object_object_get_ex(spec, "resourceAttributes", &ra) ||
+	    !json_object_is_type(ra, json_type_object))
+		return;
+	warn_members(ra, "spec.resourceAttributes.", ra_known, r);
+	/* Selectors narrow a list or watch; the answer here is the same
+	 * for every object of a resource, so they change nothing. */
+	if (json_object_object_get_ex(ra, "fieldSelector", NULL) ||
+	    json_object_object_get_ex(ra, "labelSelector", NULL))
+		api_resp_warn(r, "spec.resourceAttributes' selectors are not read: "
+		    "the answer is the same for every object of the resource");
+}
+
 /* Parses a review's body: a JSON object of kind (when it names one) and
  * apiVersion group/v1. Returns it (the caller puts) or NULL with r
  * filled. */
@@ -506,6 +567,7 @@ check:
 		api_resp_fail(r, 422, "Invalid", "spec", "spec: Required value");
 		goto bad;
 	}
+	warn_review(o, kind, r);
 	return o;
 bad:
 	json_object_put(o);

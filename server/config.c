@@ -108,6 +108,10 @@ static const opt opts[] = {
 	  "seconds a request's line, headers and body may take to arrive, "
 	  "however steadily they trickle in; a body gets one more second per "
 	  "64 KiB (0: the connection-timeout)" },
+	{ "accept-chunked-bodies", T_BOOL, F(accept_chunked_bodies), 0, "true",
+	  0, 1, "take request bodies sent with Transfer-Encoding: chunked "
+	  "(false: 411, send Content-Length; for a front proxy that passes "
+	  "chunked bodies on without re-framing them)" },
 	{ "tls-cert", T_STRING, F(tls_cert), sizeof(((ki_config *)0)->tls_cert),
 	  "", 0, 0, "PEM certificate (chain): serve HTTPS (with tls-key)" },
 	{ "tls-key", T_STRING, F(tls_key), sizeof(((ki_config *)0)->tls_key),

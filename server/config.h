@@ -39,6 +39,7 @@ typedef struct ki_config {
 	int max_per_ip;
 	int connection_timeout;
 	int request_timeout;        /* 0: connection_timeout */
+	int accept_chunked_bodies;  /* 0: a chunked request body is 411 */
 	int anonymous_reads;
 	char tls_cert[1024];
 	char tls_key[1024];

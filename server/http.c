@@ -43,6 +43,7 @@ struct http_server {
 	struct conn_track *conns;
 	uint64_t request_timeout_us;
 	uint64_t last_scan_us;
+	int chunked_ok;             /* accept-chunked-bodies */
 };
 
 /* A body gets one more second of the request deadline per this many
@@ -705,7 +706,7 @@ first_call(http_server *s, struct MHD_Connection *c, req_ctx *rq,
 	rq->get = strcmp(method, "GET") == 0;
 	rq->ct = track_of(c);
 	if (head_check(c, rq, method, version, &rq->resp) != 0 ||
-	    reqcheck_framing(c, version, &rq->resp) != 0)
+	    reqcheck_framing(c, version, s->chunked_ok, &rq->resp) != 0)
 		return 1;
 	if (rq->nul) {
 		api_resp_fail(&rq->resp, 400, "BadRequest", NULL, "the request "
@@ -802,6 +803,9 @@ head_watch(struct MHD_Connection *c, req_ctx *rq, watch_params *w)
 		api_query_free(&q);
 		r->code = 200;
 		r->cache_control = "no-store";
+		/* The GET's Warnings too (a parameter a watch does not read). */
+		for (const char *t = w->warnings; *t != '\0'; t += strlen(t) + 1)
+			api_resp_warn(r, "%s", t);
 	}
 	free(w->label_selector);
 	free(w->field_selector);
@@ -1243,6 +1247,7 @@ http_start(http_server **out, const ki_config *cfg, router *rt,
 	s->hub = hub;
 	s->lfd = s->wake[0] = s->wake[1] = -1;
 	pthread_mutex_init(&s->mu, NULL);
+	s->chunked_ok = cfg->accept_chunked_bodies;
 	s->request_timeout_us = (uint64_t)(cfg->request_timeout > 0 ?
 	    cfg->request_timeout : cfg->connection_timeout) * 1000000;
 	ki_buf_init(&s->cert);

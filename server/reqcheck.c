@@ -10,10 +10,11 @@
 
 /* The headers the daemon reads that libmicrohttpd answers with their
  * first field line only: a second one (an If-None-Match naming the
- * object's ETag, a Content-Type with another charset) would be passed
- * over, so one given twice is refused. */
+ * object's ETag, a Content-Type with another charset, an Accept asking
+ * for a Table) would be passed over, so one given twice is refused. */
 static const char *const ONCE[] = { "Authorization", "Content-Type",
-	"Content-Encoding", "Expect", "If-Match", "If-None-Match" };
+	"Content-Encoding", "Expect", "If-Match", "If-None-Match", "Accept",
+	"Accept-Encoding" };
 #define NONCE (sizeof(ONCE) / sizeof(ONCE[0]))
 
 /* What the request's framing headers say, gathered over every header. */
@@ -130,9 +131,11 @@ framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
  * request of its own (request smuggling). libmicrohttpd prefers
  * Transfer-Encoding to Content-Length, takes the first of several
  * Content-Lengths, and reads a body of an unknown coding until the
- * connection closes. Returns 0 when the framing is sound. */
+ * connection closes. A sound chunked body is a 411 where !chunked_ok.
+ * Returns 0 when the framing is sound. */
 int
-reqcheck_framing(struct MHD_Connection *c, const char *version, api_resp *r)
+reqcheck_framing(struct MHD_Connection *c, const char *version,
+	int chunked_ok, api_resp *r)
 {
 	framing f;
 
@@ -172,6 +175,16 @@ reqcheck_framing(struct MHD_Connection *c, const char *version, api_resp *r)
 		api_resp_fail(r, 400, "BadRequest", NULL, "the request has %s "
 		    "Host header: send exactly one", f.host > 1 ? "more than one" :
 		    "no");
+	else if (f.te > 0 && !chunked_ok)
+		/* The chunk framing is decoded by libmicrohttpd, which takes a
+		 * bare LF for a line end and skips the bytes of a chunk
+		 * extension unseen (docs/operations.md, accept-chunked-bodies):
+		 * where the proxy in front passes chunked bodies on as they
+		 * came, the operator refuses them. */
+		api_resp_fail(r, 411, "LengthRequired", NULL, "this server takes "
+		    "no chunked request bodies (accept-chunked-bodies is false): "
+		    "send the body with Content-Length; nothing was read or "
+		    "written");
 	else
 		return 0;
 	return -1;

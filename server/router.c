@@ -15,6 +15,7 @@
 #include "api/compare.h"
 #include "api/options.h"
 #include "api/review.h"
+#include "api/schema.h"
 #include "api/table.h"
 #include "server/encode.h"
 
@@ -54,6 +55,25 @@ not_acceptable(api_resp *r, const char *forms)
 {
 	api_resp_fail(r, 406, "NotAcceptable", NULL, "the Accept header admits "
 	    "none of the representations available: %s", forms);
+}
+
+/* The API's answers are JSON (YAML, and CSV where an endpoint makes it):
+ * an Accept header under /api or /apis that admits none of them is a 406
+ * before anything is done, as kube-apiserver answers, not a JSON answer
+ * the client did not ask for. Returns 1, or 0 with r filled. */
+static int
+api_accept_ok(const http_req *req, api_resp *r)
+{
+	const char *p = req->path;
+
+	if (strcmp(p, "/api") != 0 && strncmp(p, "/api/", 5) != 0 &&
+	    strcmp(p, "/apis") != 0 && strncmp(p, "/apis/", 6) != 0)
+		return 1;
+	if (enc_accepts(req->header(req->cls, "Accept"), ENC_YAML | ENC_CSV))
+		return 1;
+	not_acceptable(r, "the API answers application/json, application/yaml "
+	    "or (some reads) text/csv");
+	return 0;
 }
 
 /* A boolean query parameter read as Go's strconv.ParseBool does: *out is
@@ -108,6 +128,23 @@ uint_arg(const http_req *req, const char *name, unsigned long long max,
 	return 0;
 }
 
+/* Is the versionLabel parameter, where given, a label key? (One that is
+ * not names no label, and was read as one that no run carries.) Returns
+ * 0, or -1 with r filled (400). */
+static int
+version_label_ok(const http_req *req, api_resp *r)
+{
+	const char *v = req->arg(req->cls, "versionLabel");
+
+	if (v == NULL || api_is_label_key(v, strlen(v)))
+		return 0;
+	api_resp_fail(r, 400, "BadRequest", "versionLabel", "invalid "
+	    "versionLabel \"%.64s\": a label key is expected (an optional "
+	    "DNS-subdomain prefix and '/', then 1 to 63 alphanumeric "
+	    "characters, '-', '_' or '.')", v);
+	return -1;
+}
+
 /* Query parameters every endpoint takes, as kube-apiserver does: pretty
  * (the same document, indented or not) and timeout (kubectl's
  * --request-timeout; no answer here is held that long). */
@@ -133,6 +170,9 @@ static const char *const ARGS_CREATE[] = { "dryRun", "fieldValidation",
 	"fieldManager", "atomic", NULL };
 static const char *const ARGS_UPDATE[] = { "dryRun", "fieldValidation",
 	"fieldManager", "force", NULL };
+/* A PUT reads no force (an apply's). */
+static const char *const ARGS_PUT[] = { "dryRun", "fieldValidation",
+	"fieldManager", NULL };
 static const char *const ARGS_DELETE[] = { "dryRun", "propagationPolicy",
 	"gracePeriodSeconds", "orphanDependents", NULL };
 /* The answers computed from the stored runs, and a read by digest. */
@@ -146,6 +186,8 @@ static const char *const ARGS_COMPARE[] = { "baseline", "candidate",
 	"thresholdPercent", "format", NULL };
 static const char *const ARGS_COMPARE_POST[] = { "format", NULL };
 static const char *const ARGS_DIGEST[] = { "resourceVersion", NULL };
+/* Static files and reviews read no parameter. */
+static const char *const STATIC_ARGS[] = { NULL };
 
 static int
 listed(const char *const *set, const char *name)
@@ -238,6 +280,7 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 {
 	const char *dry = req->arg(req->cls, "dryRun");
 	const char *fv = req->arg(req->cls, "fieldValidation");
+	const char *fm = req->arg(req->cls, "fieldManager");
 
 	memset(o, 0, sizeof(*o));
 	o->who = &who;
@@ -252,6 +295,24 @@ write_opts(const http_req *req, api_write_opts *o, api_resp *r)
 			return -1;
 		}
 		o->dry_run = 1;
+	}
+	/* kube-apiserver's ValidateFieldManager: at most 128 bytes, all
+	 * printable. No field managers are kept here, but one that could
+	 * never be kept is refused, as there. */
+	if (fm != NULL) {
+		size_t n = strlen(fm);
+		int printable = 1;
+
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)fm[i] < 0x20 || fm[i] == 0x7f)
+				printable = 0;
+		if (n > 128 || !printable) {
+			api_resp_fail(r, 422, "Invalid", "fieldManager", "fieldManager: "
+			    "%s", n > 128 ?
+			    "Too long: may not be more than 128 bytes" :
+			    "Invalid value: must only contain printable characters");
+			return -1;
+		}
 	}
 	if (fv == NULL || *fv == '\0' || strcmp(fv, "Warn") == 0)
 		o->field_validation = API_FV_WARN;
@@ -501,7 +562,8 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 		    0 ? "GET, HEAD, POST" : ALLOW_READ);
 		return 1;
 	}
-	if (bool_arg(req, "includeImplausible", &implausible, r) < 0)
+	if (bool_arg(req, "includeImplausible", &implausible, r) < 0 ||
+	    version_label_ok(req, r) < 0)
 		return 1;
 	if (strcmp(rest, "series") == 0) {
 		if (csv)
@@ -605,9 +667,18 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 			start_watch(k, req, r, watch);
 			return;
 		}
+		/* A list takes allowWatchBookmarks (kube-apiserver's
+		 * ListOptions do) and reads no more of it than a boolean. */
+		if (bool_arg(req, "allowWatchBookmarks", &w, r) != 0)
+			return;
 		if (k->id == API_RUN) {
-			int csv = wants_csv(req, r);
+			int csv = version_label_ok(req, r) < 0 ? -1 :
+			    wants_csv(req, r);
 
+			/* versionLabel names the CSV's version column. */
+			if (csv == 0 && req->arg(req->cls, "versionLabel") != NULL)
+				api_resp_warn(r, "versionLabel is read only with "
+				    "format=csv: ignored");
 			if (csv != 0) {
 				if (csv > 0)
 					api_runs_csv(rt->api, req->arg(req->cls,
@@ -705,6 +776,26 @@ collection(router *rt, const api_kind *k, const http_req *req, api_resp *r,
 	method_not_allowed(r, req->method, ALLOW_COLLECTION);
 }
 
+/* A DELETE's body is DeleteOptions in JSON: one of another media type
+ * (or none), read as JSON all the same, is 415, as kube-apiserver answers.
+ * Returns 1, or 0 with r filled. */
+static int
+delete_body_json(const http_req *req, api_resp *r)
+{
+	char mt[128];
+
+	if (req->body_len == 0)
+		return 1;
+	media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
+	if (strcmp(mt, "application/json") == 0)
+		return 1;
+	fail(r, 415, "UnsupportedMediaType", "the body of a DELETE is "
+	    "DeleteOptions in application/json, not %s%.64s%s: it was not read",
+	    mt[0] ? "\"" : "", mt[0] ? mt : "a body with no Content-Type",
+	    mt[0] ? "\"" : "");
+	return 0;
+}
+
 static void
 item(router *rt, const api_kind *k, const char *name, const http_req *req,
 	api_resp *r)
@@ -752,6 +843,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		/* orphanDependents: nothing here has dependents, so either
 		 * value is honoured; it must still be a boolean. */
 		if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
+		    !delete_body_json(req, r) ||
 		    bool_arg(req, "orphanDependents", &orphan, r) != 0 ||
 		    api_delete_query(req->arg(req->cls, "propagationPolicy"),
 		    req->arg(req->cls, "gracePeriodSeconds"), r) != KI_OK ||
@@ -777,7 +869,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 				return;
 			}
 			api_replace(rt->api, k, name, req->body, req->body_len, &wo, r);
-			warn_unknown_args(req, ARGS_UPDATE, r);
+			warn_unknown_args(req, ARGS_PUT, r);
 			return;
 		}
 		if (strcmp(mt, "application/merge-patch+json") == 0)
@@ -805,6 +897,14 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			 * the value is still checked. */
 			if (bool_arg(req, "force", &force, r) != 0)
 				return;
+			/* kube-apiserver's ValidatePatchOptions: force is an
+			 * apply's alone. */
+			if (type != API_PATCH_APPLY &&
+			    req->arg(req->cls, "force") != NULL) {
+				api_resp_fail(r, 422, "Invalid", "force", "force: "
+				    "Forbidden: may not be specified for non-apply patch");
+				return;
+			}
 		}
 		api_patch(rt->api, k, name, type, req->body, req->body_len, &wo, r);
 		warn_unknown_args(req, ARGS_UPDATE, r);
@@ -937,6 +1037,9 @@ static_file(router *rt, const char *path, const http_req *req, api_resp *r)
 	    (unsigned long long)st.st_mtime, (unsigned long long)st.st_size);
 	r->cache_control = "no-cache";
 	r->content_type = type;
+	/* A file is served whatever its query (a cache-busting suffix):
+	 * not in silence. */
+	warn_unknown_args(req, STATIC_ARGS, r);
 	inm = req->header(req->cls, "If-None-Match");
 	if (inm != NULL && strcmp(inm, r->etag) == 0) {
 		close(fd);
@@ -1166,6 +1269,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 		    "reads (anonymous reads are off)");
 		return;
 	}
+	if (!api_accept_ok(req, r))
+		return;
 	if (strncmp(p, "/admin/tokens", 13) == 0) {
 		admin_tokens(rt, req, p + 13, r);
 		return;
@@ -1184,8 +1289,11 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 
 		media_type(req->header(req->cls, "Content-Type"), mt, sizeof(mt));
 		if (api_review_route(rt->api, &rv, req->method, p, req->body,
-		    req->body_len, mt, r))
+		    req->body_len, mt, r)) {
+			/* A review stores nothing: no parameter is read. */
+			warn_unknown_args(req, STATIC_ARGS, r);
 			return;
+		}
 	}
 	if (strncmp(p, "/apis/", 6) == 0 || strncmp(p, "/api/", 5) == 0) {
 		const char *rest, *slash;
@@ -1203,6 +1311,7 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 				return;
 			}
 			api_discovery_resources(r);
+			warn_unknown_args(req, STATIC_ARGS, r);
 			return;
 		}
 		rest++;
@@ -1315,8 +1424,8 @@ router_stream_open(router *rt, const http_req *req, api_resp *r)
 		return NULL;
 	}
 	api_status_free(&st);
-	if (!writes_allowed(req, r) || write_opts(req, &wo, r) != 0 ||
-	    collection_if_match(&wo, r) != 0)
+	if (!api_accept_ok(req, r) || !writes_allowed(req, r) ||
+	    write_opts(req, &wo, r) != 0 || collection_if_match(&wo, r) != 0)
 		return NULL;
 	/* All or nothing needs one transaction, and a dry run must see the
 	 * whole body too: those are read whole (up to max-bulk-body). */
