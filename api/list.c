@@ -222,7 +222,8 @@ api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	/* A store whose reads may lag (etcd's watch cache) first reaches
 	 * the resourceVersion asked for, or everything committed so far
 	 * (none asked): as kube-apiserver's cache waits. */
-	(void)store_sync(ctx->st, opt->min_rv, 3000);
+	if (!opt->any)
+		(void)store_sync(ctx->st, opt->min_rv, 3000);
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
 		goto out;

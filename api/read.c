@@ -26,17 +26,23 @@ void
 api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r)
 {
-	api_get_at(ctx, k, name, len, 0, r);
+	api_get_at(ctx, k, name, len, 0, 0, r);
 }
 
 void
 api_get_at(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
-	uint64_t min_rv, api_resp *r)
+	uint64_t min_rv, int any, api_resp *r)
 {
 	store_txn *txn;
 	store_obj o;
 	int rc;
 
+	/* A store whose reads may lag (etcd's watch cache, behind another
+	 * daemon's commit) first reaches the version asked for, or the
+	 * newest state: an update acknowledged through any daemon is what
+	 * the next GET through this one answers, as a list's is. */
+	if (!any)
+		(void)store_sync(ctx->st, min_rv, 3000);
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
 		return;
@@ -69,7 +75,7 @@ api_get_at(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 
 void
 api_get_digest(api_ctx *ctx, const char *digest, uint64_t min_rv,
-	api_resp *r)
+	int any, api_resp *r)
 {
 	uint8_t d[API_DIGEST_LEN];
 	store_txn *txn;
@@ -90,6 +96,10 @@ api_get_digest(api_ctx *ctx, const char *digest, uint64_t min_rv,
 	/* Content named by its digest never changes. */
 	snprintf(r->version, sizeof(r->version), "%s", digest);
 	r->immutable = 1;
+	/* Whether it is stored (a delete through another daemon) is read
+	 * at the newest state, as an object GET reads it. */
+	if (!any)
+		(void)store_sync(ctx->st, min_rv, 3000);
 	if ((rc = store_begin(ctx->st, 0, &txn)) != KI_OK) {
 		api_fail_rc(r, rc, "opening a read transaction");
 		return;

@@ -153,6 +153,9 @@ typedef struct api_list_opts {
 	 * the newest version is kept). */
 	uint64_t min_rv;
 	int exact;
+	int any;                    /* resourceVersion "0" (NotOlderThan):
+	                             * what the store has, without waiting
+	                             * for the newest state */
 } api_list_opts;
 
 /* A field requirement on a run's reference, its digest parsed. */
@@ -220,14 +223,18 @@ void api_stream_free(api_stream *s);
 
 void api_get(api_ctx *ctx, const api_kind *k, const char *name, size_t len,
 	api_resp *r);
-/* api_get at least as new as min_rv (0: any): the newest version is
- * served, and a min_rv the store has not reached is 504, as for a list. */
+/* api_get with a resourceVersion, as kube-apiserver reads one for a GET:
+ * none (min_rv 0, any 0) is the newest state, everything committed
+ * through any daemon before the request (a store whose reads may lag,
+ * etcd's watch cache, reaches it first); min_rv is at least that version
+ * (504 when the store does not reach it in 3 s, as for a list); "0" (any
+ * 1) is whatever this daemon's store has, without waiting. */
 void api_get_at(api_ctx *ctx, const api_kind *k, const char *name,
-	size_t len, uint64_t min_rv, api_resp *r);
+	size_t len, uint64_t min_rv, int any, api_resp *r);
 /* GET objects/<digest>: the canonical content, immutable (its version is
- * the digest); a min_rv (0: any) the store has not reached is 504. */
+ * the digest); min_rv and any as for api_get_at. */
 void api_get_digest(api_ctx *ctx, const char *digest, uint64_t min_rv,
-	api_resp *r);
+	int any, api_resp *r);
 void api_list(api_ctx *ctx, const api_kind *k, const api_list_opts *opt,
 	api_resp *r);
 enum api_patch_type {

@@ -5,6 +5,7 @@
 #
 # usage: bench/get-ab.sh ROUNDS SECONDS LABEL=DAEMON [LABEL=DAEMON ...]
 #   KI_DATA_DIR    where seed/ is (default: tests/data)
+#   KI_BENCH_QUERY a query string for both GETs (e.g. resourceVersion=0)
 set -eu
 [ $# -ge 3 ] || { sed -n '2,8p' "$0" >&2; exit 2; }
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -18,7 +19,8 @@ T=$(mktemp -d)
 PID=
 cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
-rps() { wrk -t2 -c32 -d"${DUR}s" "$1" | awk '/Requests\/sec/ { print $2 }'; }
+Q=${KI_BENCH_QUERY:+?$KI_BENCH_QUERY}
+rps() { wrk -t2 -c32 -d"${DUR}s" "$1$Q" | awk '/Requests\/sec/ { print $2 }'; }
 for r in $(seq "$ROUNDS"); do
 	for spec in "$@"; do
 		label=${spec%%=*} bin=${spec#*=}

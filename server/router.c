@@ -613,6 +613,17 @@ analysis(router *rt, const char *rest, const http_req *req, api_resp *r)
 	return 1;
 }
 
+/* Whether a read's resourceVersion (rv, as uint_arg parsed it) is "0":
+ * any version, what the store has, as kube-apiserver serves it from its
+ * cache without waiting; none asks for the newest state. */
+static int
+rv_any(const http_req *req, unsigned long long rv)
+{
+	const char *v = req->arg(req->cls, "resourceVersion");
+
+	return v != NULL && *v != '\0' && rv == 0;
+}
+
 /* resourceVersion (rv, digits or NULL) and resourceVersionMatch of a
  * list, as kube-apiserver reads them: NotOlderThan (or no match) asks for
  * a list at least as new as rv, Exact for that version. Returns 0, or -1
@@ -633,8 +644,10 @@ list_rv_match(const http_req *req, const char *rv, api_list_opts *lo,
 			return -1;
 		}
 	}
-	if (m == NULL || *m == '\0')
+	if (m == NULL || *m == '\0') {
+		lo->any = has_rv && lo->min_rv == 0;
 		return 0;
+	}
 	if (strcmp(m, "NotOlderThan") != 0 && strcmp(m, "Exact") != 0) {
 		fail(r, 400, "BadRequest", "invalid resourceVersionMatch "
 		    "\"%.32s\": NotOlderThan or Exact", m);
@@ -647,6 +660,7 @@ list_rv_match(const http_req *req, const char *rv, api_list_opts *lo,
 		return -1;
 	}
 	lo->exact = strcmp(m, "Exact") == 0;
+	lo->any = has_rv && lo->min_rv == 0 && !lo->exact;
 	return 0;
 }
 
@@ -804,7 +818,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 
 	if (strcmp(req->method, "GET") == 0) {
 		unsigned long long rv;
-		int include;
+		int include, any;
 
 		/* An object is served at the newest version, which satisfies
 		 * an older resourceVersion; a newer one, or one that is no
@@ -812,6 +826,7 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 		if ((include = include_of(req, r)) < 0 ||
 		    uint_arg(req, "resourceVersion", UINT64_MAX, &rv, r) != 0)
 			return;
+		any = rv_any(req, rv);
 		if (wants_table(req)) {
 			api_list_opts lo;
 			char fs[300];
@@ -821,16 +836,17 @@ item(router *rt, const api_kind *k, const char *name, const http_req *req,
 			lo.table = 1;
 			lo.include = include;
 			lo.min_rv = rv;
+			lo.any = any;
 			snprintf(fs, sizeof(fs), "metadata.name=%s", name);
 			lo.field_selector = fs;
-			api_get_at(rt->api, k, name, len, rv, r);
+			api_get_at(rt->api, k, name, len, rv, any, r);
 			if (r->code != 200)
 				return;
 			api_resp_free(r);
 			api_resp_init(r);
 			api_list(rt->api, k, &lo, r);
 		} else {
-			api_get_at(rt->api, k, name, len, rv, r);
+			api_get_at(rt->api, k, name, len, rv, any, r);
 		}
 		warn_unknown_args(req, ARGS_GET, r);
 		return;
@@ -1339,7 +1355,8 @@ dispatch(router *rt, const http_req *in, api_resp *r, watch_params **watch)
 			 * GET's (504), one that is no version is a 400. */
 			if (uint_arg(req, "resourceVersion", UINT64_MAX, &rv, r) != 0)
 				return;
-			api_get_digest(rt->api, rest + 8, rv, r);
+			api_get_digest(rt->api, rest + 8, rv, rv_any(req, rv),
+			    r);
 			warn_unknown_args(req, ARGS_DIGEST, r);
 			return;
 		}

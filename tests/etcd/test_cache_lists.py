@@ -12,7 +12,8 @@ behind etcd:
   write (a list that joined such a Range would answer from the lagging
   cache without the write);
 - N lists through b at once cost fewer than N Range requests to etcd
-  (etcd's own counter, grpc_server_started_total of Range).
+  (etcd's own counter, grpc_server_started_total of Range);
+- a read at resourceVersion=0 costs none, a GET without one costs one.
 
 Needs KI_ETCD_ENDPOINTS (tests/etcd/e2e.sh sets it); skipped (77)
 without."""
@@ -197,6 +198,39 @@ def concurrent_lists_share_the_range_that_confirms_the_revision():
     check(sent <= n // 2, '%d concurrent lists sent %d Range requests to '
           'etcd (at most %d expected: the lists waiting at once share one)'
           % (n, sent, n // 2))
+
+
+
+@test
+def a_read_at_resource_version_0_asks_etcd_nothing():
+    """kube-apiserver's resourceVersion semantics: a GET or a list without
+    one reads the newest state (here: a Range that confirms the revision,
+    one per read when they come one at a time); resourceVersion=0 is
+    "any", served from the watch cache without asking etcd."""
+    data = kitest.tempdir('kitest-cachelists-')
+    a = kitest.Daemon(data_dir=data, sync=False).start()
+    eq(a.post(G + '/benchmarkprotocols', proto('z1')).status, 201, 'create')
+    b = kitest.Daemon(data_dir=data, sync=False).start()
+    eq(b.get(G + '/benchmarkprotocols/z1').status, 200, 'b serves it')
+    n = 20
+    r0 = ranges()
+    for _ in range(n):
+        eq(b.get(G + '/benchmarkprotocols/z1?resourceVersion=0').status, 200,
+           'GET at resourceVersion=0')
+        eq(b.get(G + '/benchmarkprotocols?resourceVersion=0').status, 200,
+           'list at resourceVersion=0')
+    any_sent = ranges() - r0
+    r0 = ranges()
+    for _ in range(n):
+        eq(b.get(G + '/benchmarkprotocols/z1').status, 200, 'GET')
+    newest_sent = ranges() - r0
+    print('  %d reads at resourceVersion=0: %d Range requests; %d GETs '
+          'without: %d' % (2 * n, any_sent, n, newest_sent))
+    check(any_sent <= 2, '%d reads at resourceVersion=0 sent %d Range '
+          'requests to etcd (none expected)' % (2 * n, any_sent))
+    check(newest_sent >= n // 2, '%d GETs without a resourceVersion, one '
+          'at a time, sent %d Range requests (one each expected: the '
+          'newest state is confirmed)' % (n, newest_sent))
 
 
 if __name__ == '__main__':

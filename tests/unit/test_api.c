@@ -124,7 +124,7 @@ test_seed_roundtrip(void)
 	/* By digest: the canonical content, whose SHA-256 is the digest. */
 	api_resp_init(&r);
 	api_get_digest(&ctx, "sha256:90c9e2764222f592477cfccf3373519add5a1b8815"
-	    "63956ad058c4f99e41b6b9", 0, &r);
+	    "63956ad058c4f99e41b6b9", 0, 0, &r);
 	CU_ASSERT_EQUAL(r.code, 200);
 	{
 		uint8_t d[API_DIGEST_LEN];
