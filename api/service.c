@@ -92,33 +92,45 @@ api_resp_warn(api_resp *r, const char *fmt, ...)
 		r->nwarnings++;
 }
 
+/* Scans an If-Match or If-None-Match value (p) for the ETag tag (n
+ * bytes, quoted): 1 when it lists tag or is "*", 0 when it lists other
+ * tags only (or none), -1 when it is no list of entity tags. weak: a
+ * "W/" tag compares as its opaque tag (If-None-Match's weak comparison);
+ * otherwise it is no match (If-Match compares strongly). */
+static int
+etag_listed(const char *p, const char *tag, size_t n, int weak)
+{
+	const char *e;
+
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		if (*p == '\0')
+			return 0;
+		if (*p == '*')
+			return 1;
+		if (weak && strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (*p != '"' || (e = strchr(p + 1, '"')) == NULL)
+			return -1;
+		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
+			return 1;
+		p = e + 1;
+	}
+}
+
 int
 api_if_match(const char *if_match, uint64_t rv, api_resp *r)
 {
 	char tag[32];
 	size_t n;
-	const char *p = if_match;
 
-	if (p == NULL)
+	if (if_match == NULL)
 		return 1;
 	n = (size_t)snprintf(tag, sizeof(tag), "\"%llu\"",
 	    (unsigned long long)rv);
-	while (*p != '\0') {
-		const char *e;
-
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (*p == '*')
-			return 1;
-		if (*p != '"')
-			break;
-		e = strchr(p + 1, '"');
-		if (e == NULL)
-			break;
-		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
-			return 1;
-		p = e + 1;
-	}
+	if (etag_listed(if_match, tag, n, 0) == 1)
+		return 1;
 	api_resp_fail(r, 412, "PreconditionFailed", NULL, "If-Match: the "
 	    "object's current ETag is %s", tag);
 	return 0;
@@ -129,34 +141,19 @@ api_if_none_match(const char *if_none_match, uint64_t rv, api_resp *r)
 {
 	char tag[32];
 	size_t n;
-	const char *p = if_none_match;
+	int m;
 
-	if (p == NULL)
+	if (if_none_match == NULL)
 		return 1;
 	n = (size_t)snprintf(tag, sizeof(tag), "\"%llu\"",
 	    (unsigned long long)rv);
-	while (*p != '\0') {
-		const char *e;
-
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		if (*p == '\0')
-			return 1;
-		if (*p == '*')
-			break;
-		if (strncmp(p, "W/", 2) == 0)
-			p += 2;
-		if (*p != '"' || (e = strchr(p + 1, '"')) == NULL) {
-			api_resp_fail(r, 400, "BadRequest", NULL, "If-None-Match: "
-			    "a list of entity tags (\"...\") or *");
-			return 0;
-		}
-		if ((size_t)(e + 1 - p) == n && memcmp(p, tag, n) == 0)
-			break;
-		p = e + 1;
-	}
-	if (*p == '\0')
+	if ((m = etag_listed(if_none_match, tag, n, 1)) == 0)
 		return 1;
+	if (m < 0) {
+		api_resp_fail(r, 400, "BadRequest", NULL, "If-None-Match: "
+		    "a list of entity tags (\"...\") or *");
+		return 0;
+	}
 	api_resp_fail(r, 412, "PreconditionFailed", NULL, "If-None-Match: the "
 	    "object exists (its current ETag is %s)", tag);
 	return 0;

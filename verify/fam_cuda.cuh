@@ -140,60 +140,48 @@ block_reduce(float v, float *sh)
 }
 
 /* Two sums over the block at once (one pair of barriers); sh holds 64
- * floats. */
+ * values of T; T2 is T's pair (float2, double2). */
+template <typename T, typename T2>
+__device__ __forceinline__ T2
+block_sum2_of(T a, T b, T *sh)
+{
+	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	int nw = (blockDim.x + 31) >> 5;
+
+	for (int o = 16; o > 0; o >>= 1) {
+		a += __shfl_xor_sync(0xffffffffu, a, o);
+		b += __shfl_xor_sync(0xffffffffu, b, o);
+	}
+	__syncthreads();
+	if (lane == 0) {
+		sh[w] = a;
+		sh[32 + w] = b;
+	}
+	__syncthreads();
+	a = lane < nw ? sh[lane] : (T)0;
+	b = lane < nw ? sh[32 + lane] : (T)0;
+	for (int o = 16; o > 0; o >>= 1) {
+		a += __shfl_xor_sync(0xffffffffu, a, o);
+		b += __shfl_xor_sync(0xffffffffu, b, o);
+	}
+	return T2{ a, b };
+}
+
 __device__ __forceinline__ float2
 block_sum2(float a, float b, float *sh)
 {
-	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-	int nw = (blockDim.x + 31) >> 5;
-
-	for (int o = 16; o > 0; o >>= 1) {
-		a += __shfl_xor_sync(0xffffffffu, a, o);
-		b += __shfl_xor_sync(0xffffffffu, b, o);
-	}
-	__syncthreads();
-	if (lane == 0) {
-		sh[w] = a;
-		sh[32 + w] = b;
-	}
-	__syncthreads();
-	a = lane < nw ? sh[lane] : 0.f;
-	b = lane < nw ? sh[32 + lane] : 0.f;
-	for (int o = 16; o > 0; o >>= 1) {
-		a += __shfl_xor_sync(0xffffffffu, a, o);
-		b += __shfl_xor_sync(0xffffffffu, b, o);
-	}
-	return make_float2(a, b);
+	return block_sum2_of<float, float2>(a, b, sh);
 }
 
-/* block_sum2 at double precision (sh holds 64 doubles): sparsemax's
- * backward takes dy less the support's mean, which on a support of
- * nearly equal dy is far smaller than dy; a mean summed and rounded in
- * float would leave that difference with dy's rounding error (1.3e-5
- * relative, seen on the CPU before it summed in double). */
+/* block_sum2 at double precision: sparsemax's backward takes dy less the
+ * support's mean, which on a support of nearly equal dy is far smaller
+ * than dy; a mean summed and rounded in float would leave that
+ * difference with dy's rounding error (1.3e-5 relative, seen on the CPU
+ * before it summed in double). */
 __device__ __forceinline__ double2
 block_sum2d(double a, double b, double *sh)
 {
-	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-	int nw = (blockDim.x + 31) >> 5;
-
-	for (int o = 16; o > 0; o >>= 1) {
-		a += __shfl_xor_sync(0xffffffffu, a, o);
-		b += __shfl_xor_sync(0xffffffffu, b, o);
-	}
-	__syncthreads();
-	if (lane == 0) {
-		sh[w] = a;
-		sh[32 + w] = b;
-	}
-	__syncthreads();
-	a = lane < nw ? sh[lane] : 0.0;
-	b = lane < nw ? sh[32 + lane] : 0.0;
-	for (int o = 16; o > 0; o >>= 1) {
-		a += __shfl_xor_sync(0xffffffffu, a, o);
-		b += __shfl_xor_sync(0xffffffffu, b, o);
-	}
-	return make_double2(a, b);
+	return block_sum2_of<double, double2>(a, b, sh);
 }
 
 /* One pass on the default stream, for ref_cuda_bench. */

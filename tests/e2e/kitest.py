@@ -422,6 +422,58 @@ class Daemon:
         return r.json()['metadata']['resourceVersion']
 
 
+def exchange(d, data, timeout=5.0, pause_after=0.0):
+    """Sends raw bytes to daemon d on a fresh connection (a send the server
+    refuses by closing is not an error) and reads until the server closes
+    it or timeout passes, pausing pause_after seconds first. Returns
+    (bytes, closed)."""
+    s = socket.create_connection(('127.0.0.1', d.port), timeout=timeout)
+    out, closed = b'', False
+    deadline = time.time() + timeout
+    try:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        if pause_after:
+            time.sleep(pause_after)
+        while time.time() < deadline:
+            s.settimeout(max(0.05, deadline - time.time()))
+            try:
+                b = s.recv(65536)
+            except socket.timeout:
+                break
+            except OSError:
+                closed = True
+                break
+            if not b:
+                closed = True
+                break
+            out += b
+    finally:
+        s.close()
+    return out, closed
+
+
+def answers(data):
+    """The answers in raw bytes: [(status, headers lower-cased, body)],
+    bodies read by Content-Length."""
+    out = []
+    while data.startswith(b'HTTP/'):
+        head, sep, rest = data.partition(b'\r\n\r\n')
+        if not sep:
+            break
+        lines = head.decode('latin-1').split('\r\n')
+        h = {}
+        for ln in lines[1:]:
+            k, _, v = ln.partition(':')
+            h[k.strip().lower()] = v.strip()
+        n = int(h.get('content-length', '0'))
+        out.append((int(lines[0].split()[1]), h, rest[:n]))
+        data = rest[n:]
+    return out
+
+
 def stop_all():
     for d in Daemon.all:
         try:

@@ -30,13 +30,11 @@ Status, nothing is read or written, and the connection is closed; a
 body with Content-Length still works."""
 import json
 import os
-import socket
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kitest  # noqa: E402
-from kitest import G, check, eq, test  # noqa: E402
+from kitest import G, answers, check, eq, exchange, test  # noqa: E402
 
 _daemon = None
 
@@ -47,53 +45,6 @@ def daemon():
         _daemon = kitest.Daemon(sync=False).start()
     return _daemon
 
-
-def exchange(d, data, timeout=5.0):
-    """Sends data on a fresh connection and reads until the server closes
-    it or timeout passes. Returns (bytes, closed)."""
-    s = socket.create_connection(('127.0.0.1', d.port), timeout=timeout)
-    out, closed = b'', False
-    deadline = time.time() + timeout
-    try:
-        try:
-            s.sendall(data)
-        except OSError:
-            pass
-        while time.time() < deadline:
-            s.settimeout(max(0.05, deadline - time.time()))
-            try:
-                b = s.recv(65536)
-            except socket.timeout:
-                break
-            except OSError:
-                closed = True
-                break
-            if not b:
-                closed = True
-                break
-            out += b
-    finally:
-        s.close()
-    return out, closed
-
-
-def answers(data):
-    """The answers in data: [(status, headers lower-cased, body)], bodies
-    read by Content-Length."""
-    out = []
-    while data.startswith(b'HTTP/'):
-        head, sep, rest = data.partition(b'\r\n\r\n')
-        if not sep:
-            break
-        lines = head.decode('latin-1').split('\r\n')
-        h = {}
-        for ln in lines[1:]:
-            k, _, v = ln.partition(':')
-            h[k.strip().lower()] = v.strip()
-        n = int(h.get('content-length', '0'))
-        out.append((int(lines[0].split()[1]), h, rest[:n]))
-        data = rest[n:]
-    return out
 
 
 def proto_doc(name, reps):

@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kitest  # noqa: E402
-from kitest import G, check, eq, test  # noqa: E402
+from kitest import G, check, eq, exchange, test  # noqa: E402
 
 try:
     import yaml  # python3-yaml (scripts/deps.sh --test)
@@ -55,34 +55,6 @@ def create(d, name, **kw):
     r = d.post(G + '/benchmarkprotocols', protocol(name, **kw))
     check(r.status in (200, 201), 'create %s: %r' % (name, r))
     return r
-
-
-def exchange(d, data, timeout=5.0, pause_after=0.0):
-    """Sends data on a fresh connection and reads until the server closes
-    it or timeout passes. Returns (bytes, closed)."""
-    s = socket.create_connection(('127.0.0.1', d.port), timeout=timeout)
-    out, closed = b'', False
-    deadline = time.time() + timeout
-    try:
-        s.sendall(data)
-        if pause_after:
-            time.sleep(pause_after)
-        while time.time() < deadline:
-            s.settimeout(max(0.05, deadline - time.time()))
-            try:
-                b = s.recv(65536)
-            except socket.timeout:
-                break
-            except OSError:
-                closed = True
-                break
-            if not b:
-                closed = True
-                break
-            out += b
-    finally:
-        s.close()
-    return out, closed
 
 
 def responses(data):

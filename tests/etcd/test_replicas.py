@@ -183,6 +183,15 @@ def a_list_with_the_resource_version_of_a_write_holds_it_on_the_other():
                              r.json()['items']], 'lv%d in a plain list' % i)
 
 
+
+def label(d, name, i):
+    """Sets protocol name's label round to i through daemon d."""
+    return d.request('PATCH', G + '/benchmarkprotocols/' + name,
+                     body=json.dumps({'metadata': {'labels': {
+                         'round': str(i)}}}),
+                     content_type='application/merge-patch+json')
+
+
 @test
 def an_update_through_one_daemon_is_read_through_the_other_at_once():
     """A label patch acknowledged by a is what a GET through b answers
@@ -193,11 +202,7 @@ def an_update_through_one_daemon_is_read_through_the_other_at_once():
     a, b = pair()
     eq(a.post(G + '/benchmarkprotocols', proto('up', 3)).status, 201, 'create')
     for i in range(200):
-        r = a.request('PATCH', G + '/benchmarkprotocols/up',
-                      body=json.dumps({'metadata': {'labels': {
-                          'round': str(i)}}}),
-                      content_type='application/merge-patch+json')
-        eq(r.status, 200, 'patch %d through a' % i)
+        eq(label(a, 'up', i).status, 200, 'patch %d through a' % i)
         r = b.get(G + '/benchmarkprotocols/up')
         eq(r.json()['metadata'].get('labels', {}).get('round'), str(i),
            'patch %d read through b at once' % i)
@@ -210,11 +215,7 @@ def a_daemon_reads_its_own_label_patch_at_once():
     a, b = pair()
     eq(a.post(G + '/benchmarkprotocols', proto('lp', 3)).status, 201, 'create')
     for i in range(10):
-        r = a.request('PATCH', G + '/benchmarkprotocols/lp',
-                      body=json.dumps({'metadata': {'labels': {
-                          'round': str(i)}}}),
-                      content_type='application/merge-patch+json')
-        eq(r.status, 200, 'patch %d' % i)
+        eq(label(a, 'lp', i).status, 200, 'patch %d' % i)
         r = a.get(G + '/benchmarkprotocols/lp')
         eq(r.json()['metadata'].get('labels', {}).get('round'), str(i),
            'its own patch %d, read back at once' % i)
